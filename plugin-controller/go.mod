@@ -1,0 +1,3 @@
+module github.com/kubevirt-plugins/framework/plugin-controller
+
+go 1.26.0
