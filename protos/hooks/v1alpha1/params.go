@@ -1,0 +1,174 @@
+package hooksv1alpha1
+
+import (
+	"fmt"
+	"sort"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// libvirtParamNames maps each MigrationParams field to the name libvirt
+// gives the parameter (the string behind VIR_MIGRATE_PARAM_*).
+var libvirtParamNames = map[protoreflect.Name]string{
+	"migrate_uri":                 "migrate_uri",
+	"destination_name":            "destination_name",
+	"destination_xml":             "destination_xml",
+	"persistent_xml":              "persistent_xml",
+	"graphics_uri":                "graphics_uri",
+	"listen_address":              "listen_address",
+	"disks_uri":                   "disks_uri",
+	"tls_destination":             "tls.destination",
+	"bandwidth":                   "bandwidth",
+	"bandwidth_postcopy":          "bandwidth.postcopy",
+	"bandwidth_avail_switchover":  "bandwidth.avail.switchover",
+	"compression_xbzrle_cache":    "compression.xbzrle.cache",
+	"disks_port":                  "disks_port",
+	"compression_mt_level":        "compression.mt.level",
+	"compression_mt_threads":      "compression.mt.threads",
+	"compression_mt_dthreads":     "compression.mt.dthreads",
+	"compression_zlib_level":      "compression.zlib.level",
+	"compression_zstd_level":      "compression.zstd.level",
+	"auto_converge_initial":       "auto_converge.initial",
+	"auto_converge_increment":     "auto_converge.increment",
+	"parallel_connections":        "parallel.connections",
+	"migrate_disks":               "migrate_disks",
+	"migrate_disks_detect_zeroes": "migrate_disks_detect_zeroes",
+	"migrate_disks_target_zero":   "migrate_disks_target_zero",
+	"compression":                 "compression",
+}
+
+// LibvirtParamName returns libvirt's name for a MigrationParams field, for
+// example "parallel.connections" for parallel_connections.
+func LibvirtParamName(fd protoreflect.FieldDescriptor) string {
+	return libvirtParamNames[fd.Name()]
+}
+
+// ParamsToMap renders the parameters that are set as a map keyed by
+// libvirt's parameter names: strings, uint64, int32 or []string values.
+// Wrappers without a value (removals, in a response) are left out.
+func ParamsToMap(p *MigrationParams) map[string]any {
+	out := map[string]any{}
+	if p == nil {
+		return out
+	}
+	p.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if val, ok := wrapperValue(v.Message()); ok {
+			out[LibvirtParamName(fd)] = val
+		}
+		return true
+	})
+	return out
+}
+
+// ParamsFromMap builds MigrationParams from a map keyed by libvirt's
+// parameter names, as decoded from JSON (numbers may be float64). It fails
+// on an unknown name or a value of the wrong type, naming the parameter.
+func ParamsFromMap(m map[string]any) (*MigrationParams, error) {
+	p := &MigrationParams{}
+	fields := p.ProtoReflect().Descriptor().Fields()
+	byName := make(map[string]protoreflect.FieldDescriptor, fields.Len())
+	for i := 0; i < fields.Len(); i++ {
+		byName[LibvirtParamName(fields.Get(i))] = fields.Get(i)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fd, ok := byName[k]
+		if !ok {
+			return nil, fmt.Errorf("unknown migration parameter %q", k)
+		}
+		w, err := newWrapper(p, fd, m[k])
+		if err != nil {
+			return nil, fmt.Errorf("migration parameter %q: %w", k, err)
+		}
+		p.ProtoReflect().Set(fd, protoreflect.ValueOfMessage(w))
+	}
+	return p, nil
+}
+
+// wrapperValue returns the Go value a wrapper message holds, and false for
+// a scalar wrapper without a value.
+func wrapperValue(m protoreflect.Message) (any, bool) {
+	switch w := m.Interface().(type) {
+	case *StringParam:
+		return w.GetValue(), w.Value != nil
+	case *Uint64Param:
+		return w.GetValue(), w.Value != nil
+	case *IntParam:
+		return w.GetValue(), w.Value != nil
+	case *StringListParam:
+		return append([]string(nil), w.GetValues()...), true
+	}
+	return nil, false
+}
+
+func newWrapper(p *MigrationParams, fd protoreflect.FieldDescriptor, v any) (protoreflect.Message, error) {
+	m := p.ProtoReflect().NewField(fd).Message()
+	switch w := m.Interface().(type) {
+	case *StringParam:
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a string, got %T", v)
+		}
+		w.Value = &s
+	case *Uint64Param:
+		n, err := toInteger(v, 0, 1<<64-1)
+		if err != nil {
+			return nil, err
+		}
+		u := uint64(n)
+		w.Value = &u
+	case *IntParam:
+		n, err := toInteger(v, -1<<31, 1<<31-1)
+		if err != nil {
+			return nil, err
+		}
+		i := int32(n)
+		w.Value = &i
+	case *StringListParam:
+		list, ok := v.([]any)
+		if s, isStrings := v.([]string); isStrings {
+			w.Values = append([]string(nil), s...)
+			return m, nil
+		}
+		if !ok {
+			return nil, fmt.Errorf("want a list of strings, got %T", v)
+		}
+		for i, e := range list {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("element %d: want a string, got %T", i, e)
+			}
+			w.Values = append(w.Values, s)
+		}
+	}
+	return m, nil
+}
+
+func toInteger(v any, min, max float64) (float64, error) {
+	var f float64
+	switch n := v.(type) {
+	case float64:
+		f = n
+	case int:
+		f = float64(n)
+	case int32:
+		f = float64(n)
+	case int64:
+		f = float64(n)
+	case uint64:
+		f = float64(n)
+	default:
+		return 0, fmt.Errorf("want a number, got %T", v)
+	}
+	if f != float64(int64(f)) && f < 1<<63 {
+		return 0, fmt.Errorf("want an integer, got %v", f)
+	}
+	if f < min || f > max {
+		return 0, fmt.Errorf("%v is out of range", f)
+	}
+	return f, nil
+}
