@@ -1,0 +1,71 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+)
+
+// DefaultMaxMessageSize is the gRPC message limit, in both directions, for
+// sidecar calls: large enough for domains with hundreds of devices.
+const DefaultMaxMessageSize = 16 << 20
+
+// Options configure a Pipeline. The zero value is usable; every field
+// documents its default.
+type Options struct {
+	// Logger receives one structured line per hook run and per ignored
+	// failure. Default: logr.Discard().
+	Logger logr.Logger
+
+	// Registerer receives the hook duration histogram and outcome counter.
+	// Default: nil, no metrics are recorded.
+	Registerer prometheus.Registerer
+
+	// LegacyHooks runs the legacy annotation-based hook sidecars before
+	// the plugin GuestDefinition hooks. Default: nil, none.
+	LegacyHooks LegacyHooks
+
+	// Clock measures hook durations and drives the socket wait.
+	// Default: the real clock.
+	Clock clock.Clock
+
+	// SocketRoot stands in for pluginv1alpha1.SocketsRoot, where the
+	// sidecar sockets live; a socketPath of
+	// /var/run/kubevirt-plugin/<plugin>/x.sock is looked up as
+	// <SocketRoot>/<plugin>/x.sock. It is resolved once with
+	// filepath.EvalSymlinks (on many images /var/run links to /run);
+	// symlinks below it are refused. Default: pluginv1alpha1.SocketsRoot.
+	SocketRoot string
+
+	// SocketWaitBudget is the total time one hook point call waits for the
+	// sockets of all the sidecars it calls to appear. It is separate from
+	// the per-hook timeout. Default: pluginv1alpha1.SocketWaitBudget (30s).
+	SocketWaitBudget time.Duration
+
+	// MaxMessageSize bounds gRPC messages sent to and received from
+	// sidecars, in bytes. Default: DefaultMaxMessageSize (16 MiB).
+	MaxMessageSize int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.SocketRoot == "" {
+		o.SocketRoot = pluginv1alpha1.SocketsRoot
+	}
+	if o.SocketWaitBudget <= 0 {
+		o.SocketWaitBudget = pluginv1alpha1.SocketWaitBudget
+	}
+	if o.MaxMessageSize <= 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	return o
+}

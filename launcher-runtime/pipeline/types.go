@@ -1,0 +1,58 @@
+package pipeline
+
+import (
+	"context"
+
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// InvocationContext says why GuestDefinition runs; sidecars receive it in
+// sidecar_context.invocation_context.
+type InvocationContext string
+
+const (
+	// Boot: the domain is about to be defined and started.
+	Boot InvocationContext = "Boot"
+	// MigrationTarget: the launcher is the target of a migration. Hooks run
+	// so that sidecars can prepare the target Pod; their domain is discarded.
+	MigrationTarget InvocationContext = "MigrationTarget"
+)
+
+// Artifacts are the boot artifacts PreBoot sidecars may edit, as paths
+// inside the compute container.
+type Artifacts struct {
+	// CloudInitISO is the generated cloud-init ISO; empty when the VM has
+	// no cloud-init volume.
+	CloudInitISO string
+	// EphemeralDiskDir holds the ephemeral disks; normally
+	// pluginv1alpha1.EphemeralDiskDir.
+	EphemeralDiskDir string
+}
+
+// VirMigratePostcopy is libvirt's VIR_MIGRATE_POSTCOPY flag bit.
+const VirMigratePostcopy uint64 = 1 << 15
+
+// MigrationResult is the migration configuration after every
+// PreMigrationSource hook: what the launcher hands to libvirt as-is.
+type MigrationResult struct {
+	// Flags is the VIR_MIGRATE_* bitmask.
+	Flags uint64
+	// Params are the VIR_MIGRATE_PARAM_* parameters; a field is set when
+	// its wrapper is present (scalar with a value, list with values).
+	Params *hooksv1alpha1.MigrationParams
+}
+
+// PostCopy reports whether the resulting flags carry VIR_MIGRATE_POSTCOPY:
+// the migration monitor may switch to post-copy only when it does.
+func (r *MigrationResult) PostCopy() bool {
+	return r != nil && r.Flags&VirMigratePostcopy != 0
+}
+
+// LegacyHooks runs the legacy annotation-based hook sidecars, which see the
+// domain before any plugin hook does.
+type LegacyHooks interface {
+	// RunGuestDefinition passes the domain XML through every legacy hook
+	// sidecar and returns the XML they produced.
+	RunGuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domainXML []byte) ([]byte, error)
+}
