@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
+	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 )
 
@@ -45,6 +46,15 @@ type Options struct {
 	// sockets of all the sidecars it calls to appear. It is separate from
 	// the per-hook timeout. Default: pluginv1alpha1.SocketWaitBudget (30s).
 	SocketWaitBudget time.Duration
+
+	// CEL is the environment that compiles and caches conditions and
+	// GuestDefinition expressions; hosts pass theirs to share its cache.
+	// Default: a new environment built from CELOptions.
+	CEL *celenv.Env
+
+	// CELOptions configure the environment built when CEL is nil. Default:
+	// the zero value, celenv's defaults (cost limit, cache size).
+	CELOptions celenv.Options
 
 	// MaxMessageSize bounds gRPC messages sent to and received from
 	// sidecars, in bytes. Default: DefaultMaxMessageSize (16 MiB).

@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcome of one launcher hook at one hook point call, the value of the
+// "outcome" label.
+type Outcome string
+
+const (
+	// OutcomeSuccess: the hook ran and its result was used.
+	OutcomeSuccess Outcome = "success"
+	// OutcomeError: the hook failed under failureStrategy Fail (or its
+	// condition could not be evaluated) and the operation failed.
+	OutcomeError Outcome = "error"
+	// OutcomeIgnored: the hook failed under failureStrategy Ignore and the
+	// chain went on without its result.
+	OutcomeIgnored Outcome = "ignored"
+	// OutcomeSkipped: the plugin or hook condition was false.
+	OutcomeSkipped Outcome = "skipped"
+)
+
+// Metric names registered on Options.Registerer.
+const (
+	MetricHookDuration = "kubevirt_plugin_launcher_hook_duration_seconds"
+	MetricHookOutcomes = "kubevirt_plugin_launcher_hook_outcomes_total"
+)
+
+type metrics struct {
+	duration *prometheus.HistogramVec
+	outcomes *prometheus.CounterVec
+}
+
+// newMetrics registers the collectors on reg, or reuses the ones an earlier
+// Pipeline registered there; nil reg gives nil metrics, which record nothing.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    MetricHookDuration,
+		Help:    "Time a launcher hook took, socket wait included, per plugin and hook point; hooks skipped by their condition are not observed.",
+		Buckets: []float64{.0005, .001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60},
+	}, []string{"plugin", "hook_point"})
+	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricHookOutcomes,
+		Help: "Launcher hook runs per plugin, hook point and outcome (success, error, ignored, skipped).",
+	}, []string{"plugin", "hook_point", "outcome"})
+	m := &metrics{}
+	var err error
+	if m.duration, err = register(reg, duration); err != nil {
+		return nil, err
+	}
+	if m.outcomes, err = register(reg, outcomes); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}
+
+func (m *metrics) observe(plugin, point string, outcome Outcome, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.outcomes.WithLabelValues(plugin, point, string(outcome)).Inc()
+	if outcome != OutcomeSkipped {
+		m.duration.WithLabelValues(plugin, point).Observe(took.Seconds())
+	}
+}

@@ -1,0 +1,52 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+)
+
+// PreBoot calls the PreBoot sidecars in order (plugins alphabetically, hooks
+// in declaration order), after the boot artifacts exist and before the guest
+// starts. The sidecars edit the files in place, so each sees what the
+// previous one left. It runs only when the VM boots, never on a migration
+// target, and may run again after a failed start.
+//
+// A sidecar that exceeds its timeout under failureStrategy Ignore is not
+// stopped: its call is cancelled and the chain goes on while it may still be
+// writing files.
+func (p *Pipeline) PreBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, artifacts Artifacts) error {
+	if vmi == nil {
+		return errors.New("PreBoot: no VMI given")
+	}
+	c := p.newCall(pluginv1alpha1.PreBoot, vmi)
+	return c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
+		vmiJSON, err := c.vmiBytes()
+		if err != nil {
+			return fmt.Errorf("encoding the VMI: %w", err)
+		}
+		client, done, err := c.sidecar(ctx, pl, h)
+		if err != nil {
+			return err
+		}
+		defer done()
+		ctx, cancel := context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+		_, err = client.PreBoot(ctx, &hooksv1alpha1.PreBootRequest{
+			Vmi: vmiJSON,
+			Artifacts: &hooksv1alpha1.BootArtifacts{
+				CloudInitIso:     artifacts.CloudInitISO,
+				EphemeralDiskDir: artifacts.EphemeralDiskDir,
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("calling the sidecar (timeout %s): %w", h.timeout, err)
+		}
+		return nil
+	})
+}
