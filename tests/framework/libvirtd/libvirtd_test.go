@@ -1,0 +1,74 @@
+package libvirtd_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
+)
+
+func disklessDomain(name string) *libvirtxml.Domain {
+	return &libvirtxml.Domain{
+		Type:   "qemu",
+		Name:   name,
+		Memory: &libvirtxml.DomainMemory{Value: 64, Unit: "MiB"},
+		VCPU:   &libvirtxml.DomainVCPU{Value: 1},
+		OS: &libvirtxml.DomainOS{
+			Type: &libvirtxml.DomainOSType{Arch: "x86_64", Machine: "pc", Type: "hvm"},
+		},
+		Devices: &libvirtxml.DomainDeviceList{
+			Serials: []libvirtxml.DomainSerial{{Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}}}},
+		},
+	}
+}
+
+func TestLibvirtdDefinesAndStartsDisklessDomain(t *testing.T) {
+	node := libvirtd.StartT(t, libvirtd.Options{})
+	conn := node.ConnectT(t)
+
+	xml, err := disklessDomain("smoke").Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom, err := conn.DomainDefineXML(xml)
+	if err != nil {
+		t.Fatalf("define: %v", err)
+	}
+	defer dom.Free()
+	if err := dom.Create(); err != nil {
+		t.Fatalf("start: %v\n%s", err, node.Logs(context.Background()))
+	}
+	state, _, err := dom.GetState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state != libvirt.DOMAIN_RUNNING {
+		t.Fatalf("domain state = %d, want running (%d)", state, libvirt.DOMAIN_RUNNING)
+	}
+	// The daemon in the container agrees, seen through its own socket.
+	out, err := node.Virsh(context.Background(), "domstate", "smoke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out); got != "running" {
+		t.Fatalf("virsh domstate = %q, want running", got)
+	}
+}
+
+func TestNodesOnOneNetworkResolveEachOtherByAlias(t *testing.T) {
+	nw := libvirtd.NewNetworkT(t)
+	a := libvirtd.StartT(t, libvirtd.Options{Network: nw, Alias: "node-a"})
+	b := libvirtd.StartT(t, libvirtd.Options{Network: nw, Alias: "node-b"})
+
+	out, err := a.Exec(context.Background(), "virsh", "-c", b.PeerURI(), "hostname")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out); got != "node-b" {
+		t.Fatalf("peer hostname = %q, want node-b", got)
+	}
+}
