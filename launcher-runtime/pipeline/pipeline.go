@@ -200,6 +200,9 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 				// The operation itself was cancelled (for example a migration
 				// abort): no failure strategy lets the chain go on.
 				c.p.metrics.observe(pl.name, point, OutcomeError, took)
+				if !errors.Is(err, ctx.Err()) {
+					err = fmt.Errorf("%w: %w", ctx.Err(), err)
+				}
 				return c.hookError(pl, h, err)
 			case h.strategy == pluginv1alpha1.Ignore:
 				c.p.metrics.observe(pl.name, point, OutcomeIgnored, took)

@@ -1,0 +1,230 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+)
+
+const gd = pluginv1alpha1.GuestDefinition
+
+func TestHooksRunInDeclarationOrderWithinPlugin(t *testing.T) {
+	root := socketRoot(t)
+	s1 := &sidecar{guestDefinition: editDomain(appendDescription("sidecar-1"))}
+	s3 := &sidecar{guestDefinition: editDomain(appendDescription("sidecar-3"))}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("ordered",
+		sidecarHook(serve(t, root, "ordered", "one.sock", s1), gd),
+		celHook(celAppend("cel-2")),
+		sidecarHook(serve(t, root, "ordered", "three.sock", s3), gd),
+		celHook(celAppend("cel-4")),
+	)})
+	out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "sidecar-1,cel-2,sidecar-3,cel-4"; out.Description != want {
+		t.Errorf("hooks ran as %q, want %q", out.Description, want)
+	}
+}
+
+func TestPluginsRunAlphabetically(t *testing.T) {
+	root := socketRoot(t)
+	sb := &sidecar{guestDefinition: editDomain(appendDescription("bravo"))}
+	// Handed over in an order that is neither sorted nor reverse sorted.
+	plugins := []pluginv1alpha1.Plugin{
+		plugin("charlie", celHook(celAppend("charlie"))),
+		plugin("alpha", celHook(celAppend("alpha"))),
+		plugin("delta", celHook(celAppend("delta"))),
+		plugin("bravo", sidecarHook(serve(t, root, "bravo", "hook.sock", sb), gd)),
+	}
+	p := newPipeline(t, root, plugins)
+	out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "alpha,bravo,charlie,delta"; out.Description != want {
+		t.Errorf("plugins ran as %q, want %q", out.Description, want)
+	}
+	if plugins[0].Name != "charlie" {
+		t.Errorf("New reordered the caller's slice")
+	}
+}
+
+// legacyHooks stands in for the host's legacy hook sidecar runner.
+type legacyHooks struct {
+	seen string
+	tag  string
+	err  error
+}
+
+func (l *legacyHooks) RunGuestDefinition(_ context.Context, _ *kubevirtv1.VirtualMachineInstance, domainXML []byte) ([]byte, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	d := &libvirtxml.Domain{}
+	if err := d.Unmarshal(string(domainXML)); err != nil {
+		return nil, err
+	}
+	l.seen = d.Description
+	d.Description = joinTag(d.Description, l.tag)
+	out, err := d.Marshal()
+	return []byte(out), err
+}
+
+func TestLegacyHooksRunBeforePluginHooks(t *testing.T) {
+	root := socketRoot(t)
+	legacy := &legacyHooks{tag: "legacy"}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("plugin", celHook(celAppend("plugin")))},
+		func(o *pipeline.Options) { o.LegacyHooks = legacy })
+	out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if legacy.seen != "" {
+		t.Errorf("legacy hooks saw %q: a plugin hook ran before them", legacy.seen)
+	}
+	if want := "legacy,plugin"; out.Description != want {
+		t.Errorf("got %q, want %q", out.Description, want)
+	}
+}
+
+func TestLegacyHookErrorFailsGuestDefinition(t *testing.T) {
+	p := newPipeline(t, socketRoot(t), nil, func(o *pipeline.Options) {
+		o.LegacyHooks = &legacyHooks{err: errors.New("hook sidecar crashed")}
+	})
+	_, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	mustContain(t, err, "legacy hook sidecars at GuestDefinition", "hook sidecar crashed")
+}
+
+func TestMigrationTargetResultDiscarded(t *testing.T) {
+	root := socketRoot(t)
+	s := &sidecar{guestDefinition: editDomain(appendDescription("sidecar"))}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("target",
+		celHook(celAppend("cel")),
+		sidecarHook(serve(t, root, "target", "hook.sock", s), gd),
+	)})
+	in := testDomain(t)
+	out, err := p.GuestDefinition(context.Background(), testVMI(t), in, pipeline.MigrationTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, testDomain(t)) {
+		t.Errorf("on MigrationTarget the returned domain differs from the input: description %q", out.Description)
+	}
+	if len(s.gdReqs) != 1 {
+		t.Fatalf("sidecar called %d times, want 1: hooks must still run on the target", len(s.gdReqs))
+	}
+	req := s.gdReqs[0]
+	if got := req.GetSidecarContext().GetInvocationContext(); got != "MigrationTarget" {
+		t.Errorf("sidecar saw invocation context %q, want MigrationTarget", got)
+	}
+	if !strings.Contains(string(req.DomainXml), "<description>cel</description>") {
+		t.Errorf("sidecar on the target did not see the domain as the earlier CEL hook left it")
+	}
+}
+
+func TestBootResultUsedAndInputUntouched(t *testing.T) {
+	root := socketRoot(t)
+	s := &sidecar{guestDefinition: editDomain(func(d *libvirtxml.Domain) {
+		d.Devices.Interfaces = d.Devices.Interfaces[:1]
+	})}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("boot",
+		celHook(`Domain{CPU: DomainCPU{Mode: "host-passthrough"}}`),
+		sidecarHook(serve(t, root, "boot", "hook.sock", s), gd),
+	)})
+	in := testDomain(t)
+	out, err := p.GuestDefinition(context.Background(), testVMI(t), in, pipeline.Boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.CPU.Mode != "host-passthrough" || out.CPU.Topology == nil || out.CPU.Topology.Cores != 2 {
+		t.Errorf("CEL merge: got CPU %+v, want mode host-passthrough with the topology kept", out.CPU)
+	}
+	if len(out.Devices.Interfaces) != 1 {
+		t.Errorf("sidecar result not used: %d interfaces", len(out.Devices.Interfaces))
+	}
+	if got := s.gdReqs[0].GetSidecarContext().GetInvocationContext(); got != "Boot" {
+		t.Errorf("invocation context %q, want Boot", got)
+	}
+	if !reflect.DeepEqual(in, testDomain(t)) {
+		t.Errorf("GuestDefinition modified the caller's domain")
+	}
+}
+
+func TestSidecarReceivesVMIAsJSON(t *testing.T) {
+	root := socketRoot(t)
+	s := &sidecar{}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("vmi", sidecarHook(serve(t, root, "vmi", "hook.sock", s), gd))})
+	if _, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(s.gdReqs[0].Vmi), `"example.com/tuning":"cpu"`) {
+		t.Errorf("VMI JSON lacks the labels: %s", s.gdReqs[0].Vmi)
+	}
+}
+
+func TestMalformedXMLFromSidecar(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		strategy pluginv1alpha1.FailureStrategy
+		response string
+		wantErr  string
+	}{
+		{"FailNotXML", pluginv1alpha1.Fail, "<domain><name>x</nam", "invalid domain XML"},
+		{"FailEmpty", pluginv1alpha1.Fail, "", "empty domain XML"},
+		{"IgnoreKeepsDomain", pluginv1alpha1.Ignore, "not xml at all", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := socketRoot(t)
+			s := &sidecar{guestDefinition: func(context.Context, *hooksv1alpha1.GuestDefinitionRequest) (*hooksv1alpha1.GuestDefinitionResponse, error) {
+				return &hooksv1alpha1.GuestDefinitionResponse{DomainXml: []byte(tc.response)}, nil
+			}}
+			h := sidecarHook(serve(t, root, "bad-xml", "hook.sock", s), gd)
+			h.FailureStrategy = tc.strategy
+			p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("bad-xml", celHook(celAppend("before")), h, celHook(celAppend("after")))})
+			out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+			if tc.wantErr != "" {
+				mustContain(t, err, `plugin "bad-xml" launcher hook #1 (sidecar) at GuestDefinition`, tc.wantErr)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Description != "before,after" {
+				t.Errorf("got %q, want the ignored hook to leave no trace: before,after", out.Description)
+			}
+		})
+	}
+}
+
+func TestLargeDomainFitsMessageLimit(t *testing.T) {
+	root := socketRoot(t)
+	s := &sidecar{guestDefinition: editDomain(appendDescription("seen"))}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("big", sidecarHook(serve(t, root, "big", "hook.sock", s), gd))})
+	d := testDomain(t)
+	// gRPC's default limit is 4 MiB; a domain with many devices and a big
+	// metadata blob must still pass.
+	d.Metadata.XML = "<blob>" + strings.Repeat("x", 6<<20) + "</blob>"
+	out, err := p.GuestDefinition(context.Background(), testVMI(t), d, pipeline.Boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Description != "seen" || len(out.Metadata.XML) < 6<<20 {
+		t.Errorf("large domain did not round trip")
+	}
+}
+
+func TestInvocationContextMustBeKnown(t *testing.T) {
+	p := newPipeline(t, socketRoot(t), nil)
+	_, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), "Source")
+	mustContain(t, err, `invocation context "Source"`)
+}
