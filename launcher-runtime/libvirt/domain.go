@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	golibvirt "libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
@@ -51,7 +52,8 @@ func DefineAndStart(ctx context.Context, conn *golibvirt.Connect, domain *libvir
 //
 // MigrateToURI3 blocks until the migration ends; when ctx is done first the
 // migration job is aborted and Migrate returns once libvirt gave up, with
-// an error wrapping ctx.Err().
+// an error wrapping ctx.Err(). A migration that completed before the abort
+// took effect is reported as a success.
 func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags uint64, params *hooksv1alpha1.MigrationParams) error {
 	name, err := dom.GetName()
 	if err != nil {
@@ -65,6 +67,7 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 		return fmt.Errorf("migrate domain %q: connection: %w", name, err)
 	}
 	lib, err := conn.GetLibVersion()
+	_, _ = conn.Close() // drops only the reference DomainGetConnect took
 	if err != nil {
 		return fmt.Errorf("migrate domain %q: libvirt version: %w", name, err)
 	}
@@ -88,17 +91,42 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 		return nil
 	case <-ctx.Done():
 	}
-	// The job may not have started yet, or may just have finished: an
-	// abort error then says nothing about the migration's outcome, which
-	// MigrateToURI3 reports.
-	abortErr := dom.AbortJob()
-	migErr := <-done
+	return abort(dom, name, destURI, ctx.Err(), done)
+}
+
+// abortRetry is how often abort retries AbortJob while libvirt has no
+// migration job to abort yet.
+const abortRetry = 100 * time.Millisecond
+
+// abort stops the migration job whose MigrateToURI3 reports on done. Right
+// after MigrateToURI3 was called the job may not exist yet, and AbortJob
+// then fails: it is retried until MigrateToURI3 returns.
+func abort(dom *golibvirt.Domain, name, destURI string, cause error, done <-chan error) error {
+	tick := time.NewTicker(abortRetry)
+	defer tick.Stop()
+	var abortErr error
+	for {
+		if abortErr = dom.AbortJob(); abortErr == nil {
+			break
+		}
+		select {
+		case migErr := <-done:
+			return aborted(name, destURI, cause, abortErr, migErr)
+		case <-tick.C:
+		}
+	}
+	return aborted(name, destURI, cause, nil, <-done)
+}
+
+func aborted(name, destURI string, cause, abortErr, migErr error) error {
 	if migErr == nil {
-		// The migration completed before the abort took effect.
+		// The migration completed before the abort took effect: the
+		// domain now runs on the destination, and saying otherwise would
+		// make the caller resume a guest that is gone.
 		return nil
 	}
 	if abortErr != nil {
-		return fmt.Errorf("migrate domain %q to %q: %w (abort: %v): %w", name, destURI, ctx.Err(), abortErr, migErr)
+		return fmt.Errorf("migrate domain %q to %q: %w (abort failed: %v): %w", name, destURI, cause, abortErr, migErr)
 	}
-	return fmt.Errorf("migrate domain %q to %q: aborted: %w: %w", name, destURI, ctx.Err(), migErr)
+	return fmt.Errorf("migrate domain %q to %q: aborted: %w: %w", name, destURI, cause, migErr)
 }
