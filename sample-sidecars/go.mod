@@ -7,6 +7,7 @@ require (
 	github.com/kubevirt-plugins/framework/protos v0.0.0
 	google.golang.org/grpc v1.79.3
 	kubevirt.io/api v1.9.0
+	libvirt.org/go/libvirtxml v1.12008.0
 )
 
 require (
@@ -41,7 +42,6 @@ require (
 	k8s.io/utils v0.0.0-20260319190234-28399d86e0b5 // indirect
 	kubevirt.io/containerized-data-importer-api v1.64.0 // indirect
 	kubevirt.io/controller-lifecycle-operator-sdk/api v0.2.4 // indirect
-	libvirt.org/go/libvirtxml v1.12008.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
