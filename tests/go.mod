@@ -47,6 +47,9 @@ require (
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.18.7 // indirect
+	github.com/kubevirt-plugins/framework/label-syncer v0.0.0
+	github.com/kubevirt-plugins/framework/launcher-runtime v0.0.0
+	github.com/kubevirt-plugins/framework/protos v0.0.0
 	github.com/lufia/plan9stats v0.0.0-20260330125221-c963978e514e // indirect
 	github.com/magiconair/properties v1.18.12 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
@@ -112,3 +115,7 @@ replace (
 	github.com/kubevirt-plugins/framework/api => ../api
 	github.com/kubevirt-plugins/framework/protos => ../protos
 )
+
+replace github.com/kubevirt-plugins/framework/label-syncer => ../label-syncer
+
+replace github.com/kubevirt-plugins/framework/launcher-runtime => ../launcher-runtime
