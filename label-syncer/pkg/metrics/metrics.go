@@ -1,0 +1,80 @@
+package metrics
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Target kinds, the values of the "target" label.
+const (
+	TargetVMI = "VirtualMachineInstance"
+	TargetPod = "Pod"
+)
+
+// Results of one sync, the values of the "result" label.
+const (
+	ResultUnchanged = "unchanged"
+	ResultPatched   = "patched"
+	ResultError     = "error"
+)
+
+// Metrics records what the syncer does. A nil *Metrics records nothing.
+type Metrics struct {
+	patches   *prometheus.CounterVec
+	conflicts *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	syncs     *prometheus.CounterVec
+}
+
+// New creates the metrics and registers them on reg.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		patches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "labelsync_patches_total",
+			Help: "JSON patches the label syncer wrote, by target kind.",
+		}, []string{"target"}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "labelsync_patch_conflicts_total",
+			Help: "Patches whose test failed because the target changed after it was read; each is re-read and retried.",
+		}, []string{"target"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "labelsync_sync_duration_seconds",
+			Help:    "Time to bring one target in line with its source, retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"target"}),
+		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "labelsync_syncs_total",
+			Help: "Syncs of one target, by target kind and result (unchanged, patched, error).",
+		}, []string{"target", "result"}),
+	}
+	for _, c := range []prometheus.Collector{m.patches, m.conflicts, m.duration, m.syncs} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering label syncer metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Patched counts one patch written to a target of the given kind.
+func (m *Metrics) Patched(target string) {
+	if m != nil {
+		m.patches.WithLabelValues(target).Inc()
+	}
+}
+
+// Conflict counts one patch whose test failed because the target changed.
+func (m *Metrics) Conflict(target string) {
+	if m != nil {
+		m.conflicts.WithLabelValues(target).Inc()
+	}
+}
+
+// Synced records one finished sync of a target.
+func (m *Metrics) Synced(target, result string, took time.Duration) {
+	if m != nil {
+		m.syncs.WithLabelValues(target, result).Inc()
+		m.duration.WithLabelValues(target).Observe(took.Seconds())
+	}
+}

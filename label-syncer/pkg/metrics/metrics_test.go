@@ -1,0 +1,48 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMetricsAreRegisteredOnTheGivenRegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Patched(TargetPod)
+	m.Patched(TargetPod)
+	m.Conflict(TargetVMI)
+	m.Synced(TargetPod, ResultPatched, time.Millisecond)
+	if got := testutil.ToFloat64(m.patches.WithLabelValues(TargetPod)); got != 2 {
+		t.Fatalf("patches{Pod} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.conflicts.WithLabelValues(TargetVMI)); got != 1 {
+		t.Fatalf("conflicts{VMI} = %v, want 1", got)
+	}
+	n, err := testutil.GatherAndCount(reg, "labelsync_sync_duration_seconds", "labelsync_syncs_total")
+	if err != nil || n != 2 {
+		t.Fatalf("gathered %d series, err %v; want 2", n, err)
+	}
+}
+
+func TestRegisteringTwiceOnOneRegistryFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := New(reg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(reg); err == nil {
+		t.Fatal("second registration on the same registry succeeded")
+	}
+}
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	var m *Metrics
+	m.Patched(TargetPod)
+	m.Conflict(TargetPod)
+	m.Synced(TargetPod, ResultError, time.Second)
+}
