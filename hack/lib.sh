@@ -33,3 +33,8 @@ debian_mirror() {
   [ -n "$uri" ] || die "no Debian mirror found in the apt sources"
   printf '%s\n' "$uri"
 }
+
+# modules prints the directories of the workspace's modules, from go.work.
+modules() {
+  awk '/^use \(/ {inuse=1; next} inuse && /^\)/ {inuse=0} inuse {sub(/^\.\//, "", $1); print $1}' "${ROOT}/go.work"
+}

@@ -1,0 +1,31 @@
+# KubeVirt Plugins framework. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# Module-specific generators add themselves to GENERATE_TARGETS.
+GENERATE_TARGETS :=
+-include */Makefile.inc
+
+.PHONY: help setup generate verify test bench images demo release
+
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+setup: ## Install packages, start Docker, build kube-apiserver, etcd, generators and the libvirtd image (cached).
+	@hack/setup.sh
+
+generate: ## Regenerate deepcopy, CRDs, protos and RBAC from scratch.
+	@hack/generate.sh
+	@$(if $(GENERATE_TARGETS),$(MAKE) -s $(GENERATE_TARGETS))
+
+verify: ## Fail on stale generated code, untidy modules, gofmt or vet findings.
+	@hack/verify.sh
+
+test: setup ## Run every module's tests, the integration tests on a real API server and libvirtd included.
+	@hack/test.sh
+
+bench: setup ## Run the Go benchmarks reported in docs/benchmarks.md.
+	@hack/bench.sh
+
+release: ## Tag one module: make release MODULE=api VERSION=v0.1.0
+	@hack/release.sh $(MODULE) $(VERSION)

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs and starts everything the build, the tests and the demo need, on
+# a bare machine: Debian packages, a Docker engine, kube-apiserver and etcd,
+# the code generators and the libvirtd image. Idempotent; fast when done.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+# libvirt-dev and pkg-config: the cgo libvirt adapter; protobuf-compiler:
+# make generate; debootstrap: the libvirtd image; genisoimage: cloud-init
+# ISOs in tests; git: releases and verify.
+apt_install libvirt-dev pkg-config protobuf-compiler debootstrap genisoimage git gcc libc6-dev
+"${ROOT}/hack/setup-docker.sh"
+"${ROOT}/hack/setup-k8s.sh"
+"${ROOT}/hack/setup-tools.sh"
+"${ROOT}/hack/build-libvirtd-image.sh" >/dev/null
+log "setup complete"

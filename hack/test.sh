@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every module's tests: the libraries' unit tests first, then the
+# integration tests in tests/, which use the real API server, Docker and
+# libvirtd that `make setup` provides. Extra arguments go to `go test`.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-${BIN}/k8s}"
+export TESTCONTAINERS_RYUK_DISABLED=true
+
+fail=0
+for m in $(modules | grep -v '^tests$') tests; do
+  log "go test: $m"
+  (cd "$m" && go test -count=1 -timeout 30m "$@" ./...) || fail=1
+done
+[ "$fail" -eq 0 ] || die "some tests failed"

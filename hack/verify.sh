@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Fails on stale generated code, untidy modules, unformatted code, vet
+# findings, or a module that does not build on its own (GOWORK=off).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+fail=0
+make -s generate >/dev/null
+for m in $(modules); do
+  (cd "$m" && GOWORK=off go mod tidy) || fail=1
+done
+if ! git diff --exit-code --stat; then
+  echo "verify: generated files or go.mod/go.sum are stale: run make generate and go mod tidy, then commit" >&2
+  fail=1
+fi
+untracked=$(git status --porcelain --untracked-files=all -- api deploy protos | grep '^??' || true)
+if [ -n "$untracked" ]; then
+  echo "verify: generation produced files that are not committed:" >&2
+  echo "$untracked" >&2
+  fail=1
+fi
+unformatted=$(gofmt -l $(modules) 2>/dev/null || true)
+if [ -n "$unformatted" ]; then
+  echo "verify: not gofmt-ed:" >&2
+  echo "$unformatted" >&2
+  fail=1
+fi
+for m in $(modules); do
+  log "vet and standalone build: $m"
+  (cd "$m" && go vet ./... && GOWORK=off go build ./...) || fail=1
+done
+for m in api protos; do
+  log "cgo-free build: $m"
+  (cd "$m" && CGO_ENABLED=0 go build ./...) || fail=1
+done
+[ "$fail" -eq 0 ] || die "verify failed"
+log "verify passed"
