@@ -43,7 +43,8 @@ trap 'git worktree remove --force "$work" >/dev/null 2>&1 || true; rm -rf "$work
 git worktree add --detach -q "$work" HEAD
 printf '%s\n' "$gomod" > "${work}/${dir}/go.mod"
 git -C "$work" add "${dir}/go.mod"
-git -C "$work" -c user.name="${GIT_AUTHOR_NAME:-release}" -c user.email="${GIT_AUTHOR_EMAIL:-release@localhost}" \
-  commit -q --allow-empty -m "${dir}: release ${version}"
-git -C "$work" tag -a "$tag" -m "${dir} ${version}"
+who=(-c "user.name=${GIT_AUTHOR_NAME:-$(git config user.name || echo release)}"
+  -c "user.email=${GIT_AUTHOR_EMAIL:-$(git config user.email || echo release@localhost)}")
+git -C "$work" "${who[@]}" commit -q --allow-empty -m "${dir}: release ${version}"
+git -C "$work" "${who[@]}" tag -a "$tag" -m "${dir} ${version}"
 log "tagged ${tag}"
