@@ -13,6 +13,16 @@
 //   - the request context is honoured: a call whose deadline has passed ends
 //     with DeadlineExceeded or Canceled, and the server keeps answering.
 //
+// In a plugin's own tests:
+//
+//	func TestSidecarContract(t *testing.T) {
+//		socket := sdktest.StartLauncher(t, "my-plugin", myplugin.NewHandler())
+//		sdktest.RunLauncherContract(t, socket, sdktest.LauncherContract{
+//			Permitted: []string{sdk.HookGuestDefinition},
+//			VMI:       sdktest.VMIJSON("default", "vm1", map[string]string{"app": "db"}, nil),
+//		})
+//	}
+//
 // The Check* functions run one check each and return an error, for use
 // outside testing.T or against a sidecar started some other way (a
 // container with a bind-mounted socket directory, for example).
