@@ -1,0 +1,199 @@
+package celenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync/atomic"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+)
+
+// Options configures an Env. The zero value is ready to use.
+type Options struct {
+	// CostLimit caps the cost of one evaluation, and expressions whose
+	// estimated worst-case cost exceeds it are rejected when compiled.
+	// Default DefaultCostLimit.
+	CostLimit uint64
+	// CacheSize bounds the number of compiled expressions (conditions and
+	// transforms together) kept; the least recently used go first.
+	// Default DefaultCacheSize (4096). Negative is an error.
+	CacheSize int
+}
+
+// ErrCostLimitExceeded is wrapped by evaluation errors of an expression that
+// was stopped because it reached the cost limit.
+var ErrCostLimitExceeded = errors.New("CEL cost limit exceeded")
+
+// interruptCheckFrequency is how many comprehension iterations run between two
+// looks at the context.
+const interruptCheckFrequency = 100
+
+const (
+	varVMI        = "vmi"
+	varDomainSpec = "domainSpec"
+)
+
+var (
+	vmiType    = reflect.TypeFor[kubevirtv1.VirtualMachineInstance]()
+	domainType = reflect.TypeFor[libvirtxml.Domain]()
+)
+
+// Env compiles and caches conditions and GuestDefinition expressions. It is
+// safe for concurrent use.
+type Env struct {
+	conditions *cel.Env
+	transforms *cel.Env
+	domainCEL  *types.Type
+	costLimit  uint64
+	cache      *programCache
+
+	// compilations counts the compilations run, so that tests can tell a
+	// cache hit from a compilation.
+	compilations atomic.Uint64
+}
+
+// New builds an Env.
+func New(opts Options) (*Env, error) {
+	if opts.CostLimit == 0 {
+		opts.CostLimit = DefaultCostLimit
+	}
+	switch {
+	case opts.CacheSize < 0:
+		return nil, fmt.Errorf("celenv: negative cache size %d", opts.CacheSize)
+	case opts.CacheSize == 0:
+		opts.CacheSize = DefaultCacheSize
+	}
+	vmiCEL := types.NewObjectType(celTypeName(vmiType))
+	domainCEL := types.NewObjectType(celTypeName(domainType))
+	// Go structs are full of unsigned fields (libvirtxml's uint, KubeVirt's
+	// uint32): comparing them with an int literal must just work.
+	common := []cel.EnvOption{cel.CrossTypeNumericComparisons(true)}
+
+	conditions, err := cel.NewEnv(append(common,
+		nativeGoTypes(vmiType),
+		cel.Variable(varVMI, vmiCEL),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("celenv: building the condition environment: %w", err)
+	}
+	transforms, err := cel.NewEnv(append(common,
+		nativeGoTypes(vmiType, domainType),
+		// Bare Domain, DomainCPU, ... name the libvirtxml types.
+		cel.Container(strings.TrimSuffix(celTypeName(domainType), "."+domainType.Name())),
+		cel.Variable(varVMI, vmiCEL),
+		cel.Variable(varDomainSpec, domainCEL),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("celenv: building the GuestDefinition environment: %w", err)
+	}
+	return &Env{
+		conditions: conditions,
+		transforms: transforms,
+		domainCEL:  domainCEL,
+		costLimit:  opts.CostLimit,
+		cache:      newProgramCache(opts.CacheSize),
+	}, nil
+}
+
+// compiled is what both kinds of expression hold.
+type compiled struct {
+	expr    string
+	checked *cel.Ast
+	program cel.Program
+	cost    CostEstimate
+	limit   uint64
+}
+
+// compile parses, checks, verifies the result type, estimates the cost and
+// plans the program. resultCheck returns a message when the result type is
+// wrong.
+func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) string) (*compiled, error) {
+	e.compilations.Add(1)
+	parsed, iss := env.Parse(expr)
+	if iss.Err() != nil {
+		return nil, &CompileError{Expression: expr, Reason: ReasonSyntax, Message: iss.Err().Error()}
+	}
+	checked, iss := env.Check(parsed)
+	if iss.Err() != nil {
+		return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: iss.Err().Error()}
+	}
+	if msg := resultCheck(checked.OutputType()); msg != "" {
+		return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: msg}
+	}
+	est, err := env.EstimateCost(checked, sizeEstimator{})
+	if err != nil {
+		return nil, &CompileError{Expression: expr, Reason: ReasonCost, Message: "estimating the cost: " + err.Error()}
+	}
+	cost := CostEstimate{Min: est.Min, Max: est.Max}
+	if cost.Max > e.costLimit {
+		return nil, &CompileError{
+			Expression: expr,
+			Reason:     ReasonCost,
+			Message: fmt.Sprintf("estimated cost %d to %d exceeds the cost limit %d",
+				cost.Min, cost.Max, e.costLimit),
+			Cost: cost,
+		}
+	}
+	program, err := env.Program(checked,
+		cel.CostLimit(e.costLimit),
+		cel.InterruptCheckFrequency(interruptCheckFrequency),
+		cel.EvalOptions(cel.OptOptimize),
+	)
+	if err != nil {
+		// Planning fails on bad constant arguments (a malformed regular
+		// expression literal, for instance).
+		return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: err.Error()}
+	}
+	return &compiled{expr: expr, checked: checked, program: program, cost: cost, limit: e.costLimit}, nil
+}
+
+// eval runs a compiled program.
+func (c *compiled) eval(ctx context.Context, vars *activation) (ref.Val, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out, _, err := c.program.ContextEval(ctx, vars)
+	if err != nil {
+		var cancelled interpreter.EvalCancelledError
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("%w: %w", ctx.Err(), err)
+		case errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded:
+			return nil, fmt.Errorf("%w (limit %d): %w", ErrCostLimitExceeded, c.limit, err)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// activation resolves the variables of one evaluation without allocating a map.
+type activation struct {
+	vmi    *kubevirtv1.VirtualMachineInstance
+	domain *libvirtxml.Domain
+}
+
+var _ interpreter.Activation = (*activation)(nil)
+
+// ResolveName implements interpreter.Activation.
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case varVMI:
+		return a.vmi, true
+	case varDomainSpec:
+		if a.domain != nil {
+			return a.domain, true
+		}
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (a *activation) Parent() interpreter.Activation { return nil }

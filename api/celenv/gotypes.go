@@ -1,0 +1,545 @@
+package celenv
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/ext"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+var (
+	quantityType  = reflect.TypeFor[resource.Quantity]()
+	metaTimeType  = reflect.TypeFor[metav1.Time]()
+	microTimeType = reflect.TypeFor[metav1.MicroTime]()
+	timeType      = reflect.TypeFor[time.Time]()
+	durationType  = reflect.TypeFor[time.Duration]()
+	stringType    = reflect.TypeFor[string]()
+	byteType      = reflect.TypeFor[byte]()
+)
+
+// celTypeName is the name cel-go's native type support gives a Go struct type:
+// the last element of the package path, a dot, the type name
+// (libvirtxml.DomainCPU, v1.VirtualMachineInstance).
+func celTypeName(t reflect.Type) string {
+	pkg := t.PkgPath()
+	if i := strings.LastIndex(pkg, "/"); i >= 0 {
+		pkg = pkg[i+1:]
+	}
+	return pkg + "." + t.Name()
+}
+
+// goTypes sits in front of cel-go's native type provider (ext.NativeTypes) and
+// takes over the two things that provider gets wrong for the KubeVirt and
+// libvirtxml structs:
+//
+//   - reading fields: the native provider panics on a field promoted through a
+//     nil embedded pointer (v1.GPU embeds *v1.ClaimRequest), lets one of two Go
+//     types sharing a CEL name hide the other (kubevirt's and core/v1's
+//     PersistentVolumeClaimVolumeSource are both "v1.PersistentVolumeClaimVolumeSource"),
+//     and exposes resource.Quantity and metav1.Time as opaque objects. Here a
+//     field behind a nil pointer reads as its zero value, a field is looked up
+//     in every Go type of that name, a Quantity reads as its canonical string
+//     ("2Gi") and a metav1.Time as a timestamp.
+//   - building structs: the native provider cannot assign to pointers to
+//     scalars (*uint, *bool, ... : more than a hundred libvirtxml fields) nor
+//     to named scalar types. Here every field is converted by its Go type.
+//
+// Everything else (struct values, lists, maps, type identifiers) is left to
+// the native provider.
+type goTypes struct {
+	native  types.Provider
+	adapter types.Adapter
+	// byName maps a CEL type name to the Go struct types carrying it: more than
+	// one when two packages end in the same element and share a type name.
+	byName map[string][]reflect.Type
+}
+
+// nativeGoTypes registers the struct types reachable from roots with cel-go's
+// native type provider, then puts a goTypes in front of it as the
+// environment's type provider and adapter.
+func nativeGoTypes(roots ...reflect.Type) cel.EnvOption {
+	return func(env *cel.Env) (*cel.Env, error) {
+		args := make([]any, len(roots))
+		for i, r := range roots {
+			args[i] = r
+		}
+		env, err := ext.NativeTypes(args...)(env)
+		if err != nil {
+			return nil, err
+		}
+		g := &goTypes{
+			native:  env.CELTypeProvider(),
+			adapter: env.CELTypeAdapter(),
+			byName:  map[string][]reflect.Type{},
+		}
+		seen := map[reflect.Type]bool{}
+		for _, r := range roots {
+			g.register(r, seen)
+		}
+		env, err = cel.CustomTypeAdapter(g)(env)
+		if err != nil {
+			return nil, err
+		}
+		return cel.CustomTypeProvider(g)(env)
+	}
+}
+
+func (g *goTypes) register(t reflect.Type, seen map[reflect.Type]bool) {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		g.register(t.Elem(), seen)
+		return
+	case reflect.Struct:
+	default:
+		return
+	}
+	if seen[t] {
+		return
+	}
+	seen[t] = true
+	name := celTypeName(t)
+	g.byName[name] = append(g.byName[name], t)
+	for i := range t.NumField() {
+		g.register(t.Field(i).Type, seen)
+	}
+}
+
+// goType returns the single Go type behind a CEL type name.
+func (g *goTypes) goType(name string) (reflect.Type, bool) {
+	ts := g.byName[name]
+	if len(ts) != 1 {
+		return nil, false
+	}
+	return ts[0], true
+}
+
+// EnumValue implements types.Provider.
+func (g *goTypes) EnumValue(name string) ref.Val { return g.native.EnumValue(name) }
+
+// FindIdent implements types.Provider.
+func (g *goTypes) FindIdent(name string) (ref.Val, bool) { return g.native.FindIdent(name) }
+
+// FindStructType implements types.Provider.
+func (g *goTypes) FindStructType(name string) (*types.Type, bool) {
+	return g.native.FindStructType(name)
+}
+
+// FindStructFieldNames implements types.Provider.
+func (g *goTypes) FindStructFieldNames(name string) ([]string, bool) {
+	return g.native.FindStructFieldNames(name)
+}
+
+// FindStructFieldType implements types.Provider: see goTypes for what it
+// changes compared with the native provider.
+func (g *goTypes) FindStructFieldType(typeName, fieldName string) (*types.FieldType, bool) {
+	candidates, ok := g.byName[typeName]
+	if !ok {
+		return g.native.FindStructFieldType(typeName, fieldName)
+	}
+	for _, t := range candidates {
+		sf, ok := t.FieldByName(fieldName)
+		if !ok || !sf.IsExported() {
+			continue
+		}
+		celType, ok := celTypeOf(sf.Type)
+		if !ok {
+			continue
+		}
+		known, index := t, sf.Index
+		lookup := func(obj any) (reflect.Value, bool) {
+			v := reflect.Indirect(reflect.ValueOf(obj))
+			if !v.IsValid() || v.Kind() != reflect.Struct {
+				return reflect.Value{}, false
+			}
+			idx := index
+			if v.Type() != known {
+				f, ok := v.Type().FieldByName(fieldName)
+				if !ok {
+					return reflect.Value{}, false
+				}
+				idx = f.Index
+			}
+			return readField(v, idx), true
+		}
+		return &types.FieldType{
+			Type: celType,
+			IsSet: func(obj any) bool {
+				v, ok := lookup(obj)
+				return ok && !v.IsZero()
+			},
+			GetFrom: func(obj any) (any, error) {
+				v, ok := lookup(obj)
+				if !ok {
+					return nil, fmt.Errorf("no such field %q on %T", fieldName, obj)
+				}
+				return toCEL(v), nil
+			},
+		}, true
+	}
+	return nil, false
+}
+
+// NewValue implements types.Provider: it builds the Go struct itself so that
+// every field is converted by its Go type, then hands the result to the native
+// provider to wrap.
+func (g *goTypes) NewValue(typeName string, fields map[string]ref.Val) ref.Val {
+	t, ok := g.goType(typeName)
+	if !ok {
+		return g.native.NewValue(typeName, fields)
+	}
+	ptr := reflect.New(t)
+	for name, val := range fields {
+		sf, ok := t.FieldByName(name)
+		if !ok || !sf.IsExported() {
+			return types.NewErr("no such field %q in %s", name, typeName)
+		}
+		native, err := toNative(val, sf.Type)
+		if err != nil {
+			return types.NewErr("field %s.%s: %v", typeName, name, err)
+		}
+		writeField(ptr.Elem(), sf.Index).Set(native)
+	}
+	return g.adapter.NativeToValue(ptr.Interface())
+}
+
+// NativeToValue implements types.Adapter.
+func (g *goTypes) NativeToValue(value any) ref.Val {
+	switch v := value.(type) {
+	case resource.Quantity, *resource.Quantity, metav1.Time, *metav1.Time, metav1.MicroTime, *metav1.MicroTime:
+		return g.adapter.NativeToValue(toCEL(reflect.ValueOf(v)))
+	}
+	return g.adapter.NativeToValue(value)
+}
+
+// celTypeOf is the CEL type of a Go type, following the native provider's
+// mapping except for the types goTypes reads differently.
+func celTypeOf(t reflect.Type) (*types.Type, bool) {
+	switch t {
+	case quantityType:
+		return types.StringType, true
+	case metaTimeType, microTimeType, timeType:
+		return types.TimestampType, true
+	case durationType:
+		return types.DurationType, true
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return types.BoolType, true
+	case reflect.Float32, reflect.Float64:
+		return types.DoubleType, true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return types.IntType, true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return types.UintType, true
+	case reflect.String:
+		return types.StringType, true
+	case reflect.Slice, reflect.Array:
+		if t.Elem() == byteType {
+			return types.BytesType, true
+		}
+		elem, ok := celTypeOf(t.Elem())
+		if !ok {
+			return nil, false
+		}
+		return types.NewListType(elem), true
+	case reflect.Map:
+		key, ok := celTypeOf(t.Key())
+		if !ok {
+			return nil, false
+		}
+		elem, ok := celTypeOf(t.Elem())
+		if !ok {
+			return nil, false
+		}
+		return types.NewMapType(key, elem), true
+	case reflect.Struct:
+		return types.NewObjectType(celTypeName(t)), true
+	case reflect.Pointer:
+		return celTypeOf(t.Elem())
+	}
+	// Interfaces, channels, functions: not visible from CEL.
+	return nil, false
+}
+
+// readField follows a field index path; a nil embedded pointer on the way
+// yields the zero value of the field instead of a panic.
+func readField(v reflect.Value, index []int) reflect.Value {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return reflect.Zero(v.Type().Elem().FieldByIndex(index[i:]).Type)
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v
+}
+
+// writeField follows a field index path of an addressable struct, allocating
+// nil embedded pointers on the way.
+func writeField(v reflect.Value, index []int) reflect.Value {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v
+}
+
+// zeroTimestamp is what an unset time reads as, like the native provider.
+var zeroTimestamp = time.Unix(0, 0).UTC()
+
+// toCEL turns a Go field value into something the CEL adapter understands,
+// applying goTypes' readings: a nil pointer reads as its zero value (CEL has no
+// null for Go pointers), Quantity as its string, metav1 times as time.Time.
+func toCEL(v reflect.Value) any {
+	t := v.Type()
+	switch t {
+	case quantityType:
+		q := v.Interface().(resource.Quantity)
+		return q.String()
+	case metaTimeType:
+		return timeOrZero(v.Interface().(metav1.Time).Time)
+	case microTimeType:
+		return timeOrZero(v.Interface().(metav1.MicroTime).Time)
+	case timeType:
+		return timeOrZero(v.Interface().(time.Time))
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		elem := t.Elem()
+		if v.IsNil() {
+			if elem.Kind() == reflect.Struct && !isScalarStruct(elem) {
+				return reflect.New(elem).Interface()
+			}
+			return toCEL(reflect.Zero(elem))
+		}
+		if elem.Kind() == reflect.Struct && !isScalarStruct(elem) {
+			return v.Interface()
+		}
+		return toCEL(v.Elem())
+	case reflect.Slice, reflect.Array, reflect.Map:
+		if needsConversion(t) {
+			return convertCollection(v).Interface()
+		}
+	}
+	return v.Interface()
+}
+
+func timeOrZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return zeroTimestamp
+	}
+	return t
+}
+
+// isScalarStruct reports the struct types that CEL sees as scalars.
+func isScalarStruct(t reflect.Type) bool {
+	switch t {
+	case quantityType, metaTimeType, microTimeType, timeType:
+		return true
+	}
+	return false
+}
+
+// needsConversion reports whether a collection type holds, directly or through
+// nested collections and pointers, a value goTypes reads differently.
+func needsConversion(t reflect.Type) bool {
+	if isScalarStruct(t) {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return needsConversion(t.Elem())
+	case reflect.Slice, reflect.Array:
+		return t.Elem() != byteType && needsConversion(t.Elem())
+	case reflect.Map:
+		return needsConversion(t.Key()) || needsConversion(t.Elem())
+	}
+	return false
+}
+
+// convertedType is the Go type convertCollection produces for t.
+func convertedType(t reflect.Type) reflect.Type {
+	switch t {
+	case quantityType:
+		return stringType
+	case metaTimeType, microTimeType:
+		return timeType
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if needsConversion(t.Elem()) {
+			return convertedType(t.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		if needsConversion(t.Elem()) {
+			return reflect.SliceOf(convertedType(t.Elem()))
+		}
+	case reflect.Map:
+		if needsConversion(t) {
+			return reflect.MapOf(convertedType(t.Key()), convertedType(t.Elem()))
+		}
+	}
+	return t
+}
+
+func convertCollection(v reflect.Value) reflect.Value {
+	t := v.Type()
+	if !needsConversion(t) {
+		return v
+	}
+	out := convertedType(t)
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		s := reflect.MakeSlice(out, v.Len(), v.Len())
+		for i := range v.Len() {
+			s.Index(i).Set(convertCollection(v.Index(i)))
+		}
+		return s
+	case reflect.Map:
+		m := reflect.MakeMapWithSize(out, v.Len())
+		iter := v.MapRange()
+		for iter.Next() {
+			m.SetMapIndex(convertCollection(iter.Key()), convertCollection(iter.Value()))
+		}
+		return m
+	case reflect.Pointer:
+		if v.IsNil() {
+			return reflect.Zero(out)
+		}
+		return convertCollection(v.Elem())
+	}
+	return reflect.ValueOf(toCEL(v))
+}
+
+// toNative converts a CEL value into a value of Go type t, for struct
+// construction. It handles what the CEL values' own ConvertToNative does not:
+// pointers to scalars, named scalar types, lists and maps of those, and the
+// types goTypes reads differently.
+func toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
+	switch t {
+	case quantityType:
+		s, ok := val.(types.String)
+		if !ok {
+			return reflect.Value{}, fmt.Errorf("want a quantity string, got %s", val.Type().TypeName())
+		}
+		q, err := resource.ParseQuantity(string(s))
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		return reflect.ValueOf(q), nil
+	case metaTimeType, microTimeType:
+		ts, ok := val.(types.Timestamp)
+		if !ok {
+			return reflect.Value{}, fmt.Errorf("want a timestamp, got %s", val.Type().TypeName())
+		}
+		return reflect.ValueOf(ts.Time).Convert(t), nil
+	}
+	scalar := reflect.New(t).Elem()
+	switch t.Kind() {
+	// cel-go's own conversions take Go's int and uint for 32 bits wide:
+	// libvirtxml's uint memory sizes in bytes would overflow.
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if i, ok := val.(types.Int); ok && t != durationType {
+			if scalar.OverflowInt(int64(i)) {
+				return reflect.Value{}, fmt.Errorf("%d overflows %s", int64(i), t)
+			}
+			scalar.SetInt(int64(i))
+			return scalar, nil
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if u, ok := val.(types.Uint); ok {
+			if scalar.OverflowUint(uint64(u)) {
+				return reflect.Value{}, fmt.Errorf("%d overflows %s", uint64(u), t)
+			}
+			scalar.SetUint(uint64(u))
+			return scalar, nil
+		}
+	case reflect.Pointer:
+		if t.Elem().Kind() == reflect.Struct && !isScalarStruct(t.Elem()) {
+			return convertByValue(val, t)
+		}
+		elem, err := toNative(val, t.Elem())
+		if err != nil {
+			return reflect.Value{}, err
+		}
+		p := reflect.New(t.Elem())
+		p.Elem().Set(elem)
+		return p, nil
+	case reflect.Slice:
+		if t.Elem() == byteType {
+			return convertByValue(val, t)
+		}
+		list, ok := val.(traits.Lister)
+		if !ok {
+			return reflect.Value{}, fmt.Errorf("want a list, got %s", val.Type().TypeName())
+		}
+		n := int(list.Size().(types.Int))
+		out := reflect.MakeSlice(t, n, n)
+		for i := range n {
+			elem, err := toNative(list.Get(types.Int(i)), t.Elem())
+			if err != nil {
+				return reflect.Value{}, fmt.Errorf("list element %d: %w", i, err)
+			}
+			out.Index(i).Set(elem)
+		}
+		return out, nil
+	case reflect.Map:
+		m, ok := val.(traits.Mapper)
+		if !ok {
+			return reflect.Value{}, fmt.Errorf("want a map, got %s", val.Type().TypeName())
+		}
+		out := reflect.MakeMapWithSize(t, int(m.Size().(types.Int)))
+		it := m.Iterator()
+		for it.HasNext() == types.True {
+			k := it.Next()
+			key, err := toNative(k, t.Key())
+			if err != nil {
+				return reflect.Value{}, fmt.Errorf("map key %v: %w", k, err)
+			}
+			elem, err := toNative(m.Get(k), t.Elem())
+			if err != nil {
+				return reflect.Value{}, fmt.Errorf("map value at %v: %w", k, err)
+			}
+			out.SetMapIndex(key, elem)
+		}
+		return out, nil
+	}
+	return convertByValue(val, t)
+}
+
+// convertByValue lets the CEL value convert itself, then converts a result of
+// the underlying type into a named type (libvirtxml and KubeVirt use many).
+func convertByValue(val ref.Val, t reflect.Type) (reflect.Value, error) {
+	if err, ok := val.(*types.Err); ok {
+		return reflect.Value{}, err
+	}
+	native, err := val.ConvertToNative(t)
+	if err != nil {
+		return reflect.Value{}, err
+	}
+	rv := reflect.ValueOf(native)
+	switch {
+	case !rv.IsValid():
+		return reflect.Zero(t), nil
+	case rv.Type() == t:
+		return rv, nil
+	case rv.Type().ConvertibleTo(t):
+		return rv.Convert(t), nil
+	}
+	return reflect.Value{}, fmt.Errorf("cannot assign %s to %s", rv.Type(), t)
+}

@@ -1,0 +1,271 @@
+package celenv
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"libvirt.org/go/libvirtxml"
+)
+
+// apply compiles expr and applies it to a fresh copy of the small test domain.
+func apply(t *testing.T, e *Env, expr string) (before, after *libvirtxml.Domain) {
+	t.Helper()
+	tr, err := e.DomainTransform(expr)
+	if err != nil {
+		t.Fatalf("DomainTransform(%q): %v", expr, err)
+	}
+	before = loadDomain(t, "testdata/domain-small.xml")
+	after = loadDomain(t, "testdata/domain-small.xml")
+	if err := tr.Apply(context.Background(), vmiWithLabels(map[string]string{"tier": "gold"}), after); err != nil {
+		t.Fatalf("Apply(%q): %v", expr, err)
+	}
+	return before, after
+}
+
+// sameExcept checks that after equals before once fix has been applied to
+// before: fix states the whole intended change.
+func sameExcept(t *testing.T, before, after *libvirtxml.Domain, fix func(d *libvirtxml.Domain)) {
+	t.Helper()
+	fix(before)
+	if want, got := marshalDomain(t, before), marshalDomain(t, after); want != got {
+		t.Fatalf("domain after Apply:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestMergeOverwritesOnlyWrittenFields(t *testing.T) {
+	e := newEnv(t, Options{})
+	before, after := apply(t, e,
+		`Domain{CPU: DomainCPU{Mode: "host-passthrough"}, Memory: DomainMemory{Unit: "KiB", Value: 8388608u}}`)
+	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
+		// Check and Topology of <cpu> stay, the memory keeps nothing else.
+		d.CPU.Mode = "host-passthrough"
+		d.Memory.Unit, d.Memory.Value = "KiB", 8388608
+	})
+}
+
+// TestMergeStructLiteralRecursesIntoExistingPointee: a struct literal for a
+// pointer field merges into the element already there, or creates it.
+func TestMergeStructLiteralRecursesIntoExistingPointee(t *testing.T) {
+	e := newEnv(t, Options{})
+	before, after := apply(t, e,
+		`Domain{CPU: DomainCPU{Topology: DomainCPUTopology{Threads: 1}}, MemoryBacking: DomainMemoryBacking{MemoryHugePages: DomainMemoryHugepages{}}}`)
+	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
+		d.CPU.Topology.Threads = 1 // sockets, dies, clusters, cores stay
+		d.MemoryBacking = &libvirtxml.DomainMemoryBacking{MemoryHugePages: &libvirtxml.DomainMemoryHugepages{}}
+	})
+}
+
+func TestMergeReplacesSlicesWholesale(t *testing.T) {
+	e := newEnv(t, Options{})
+	before, after := apply(t, e, `Domain{Devices: DomainDeviceList{
+		Disks: [DomainDisk{Device: "cdrom", Target: DomainDiskTarget{Dev: "sdb", Bus: "sata"}}],
+		Interfaces: domainSpec.Devices.Interfaces + [DomainInterface{Model: DomainInterfaceModel{Type: "e1000"}}]}}`)
+	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
+		// Both old disks are gone, not merged with the new one by position.
+		d.Devices.Disks = []libvirtxml.DomainDisk{{Device: "cdrom", Target: &libvirtxml.DomainDiskTarget{Dev: "sdb", Bus: "sata"}}}
+		d.Devices.Interfaces = append(d.Devices.Interfaces, libvirtxml.DomainInterface{Model: &libvirtxml.DomainInterfaceModel{Type: "e1000"}})
+	})
+	// The CPU's feature list, too.
+	before, after = apply(t, e, `Domain{CPU: DomainCPU{Features: []}}`)
+	sameExcept(t, before, after, func(d *libvirtxml.Domain) { d.CPU.Features = nil })
+}
+
+// TestMergeExplicitZeroValueOverwrites: a field written in the literal is
+// written even when the value is the zero value, which is how an expression
+// clears an attribute.
+func TestMergeExplicitZeroValueOverwrites(t *testing.T) {
+	e := newEnv(t, Options{})
+	for _, tc := range []struct {
+		expr string
+		fix  func(d *libvirtxml.Domain)
+	}{
+		{`Domain{UUID: ""}`, func(d *libvirtxml.Domain) { d.UUID = "" }},
+		{`Domain{IOThreads: 0u}`, func(d *libvirtxml.Domain) { d.IOThreads = 0 }},
+		{`Domain{CPU: DomainCPU{Check: ""}}`, func(d *libvirtxml.Domain) { d.CPU.Check = "" }},
+		{`Domain{VCPU: DomainVCPU{Placement: "", Value: 0u}}`, func(d *libvirtxml.Domain) { d.VCPU.Placement, d.VCPU.Value = "", 0 }},
+		// A pointer to a scalar written as zero is kept, as iothread="0".
+		{`Domain{Devices: DomainDeviceList{Disks: [DomainDisk{Driver: DomainDiskDriver{IOThread: 0u}}]}}`, func(d *libvirtxml.Domain) {
+			zero := uint(0)
+			d.Devices.Disks = []libvirtxml.DomainDisk{{Driver: &libvirtxml.DomainDiskDriver{IOThread: &zero}}}
+		}},
+	} {
+		t.Run(tc.expr, func(t *testing.T) {
+			before, after := apply(t, e, tc.expr)
+			sameExcept(t, before, after, tc.fix)
+		})
+	}
+}
+
+// TestMergeNonLiteralFieldReplacesWholesale: a field initialiser that is not
+// a struct literal (a variable, a conditional) replaces the field as a whole.
+func TestMergeNonLiteralFieldReplacesWholesale(t *testing.T) {
+	e := newEnv(t, Options{})
+	before, after := apply(t, e,
+		`Domain{CPU: vmi.Labels["tier"] == "gold" ? DomainCPU{Mode: "host-passthrough"} : domainSpec.CPU}`)
+	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
+		d.CPU = &libvirtxml.DomainCPU{Mode: "host-passthrough"} // check and topology are gone
+	})
+	// Copying an element the domain does not have leaves it absent rather
+	// than adding an empty one.
+	before, after = apply(t, e, `Domain{NUMATune: domainSpec.NUMATune, Title: domainSpec.Name}`)
+	sameExcept(t, before, after, func(d *libvirtxml.Domain) { d.Title = d.Name })
+}
+
+// TestMergeNonLiteralResultMergesNonZeroFields: when the result is not a
+// Domain{...} literal, no write mask exists and only the non-zero fields of
+// the result are merged.
+func TestMergeNonLiteralResultMergesNonZeroFields(t *testing.T) {
+	e := newEnv(t, Options{})
+	before, after := apply(t, e,
+		`vmi.Labels["tier"] == "gold" ? Domain{UUID: "", CPU: DomainCPU{Mode: "host-passthrough"}} : domainSpec`)
+	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
+		d.CPU.Mode = "host-passthrough" // the empty UUID is not written
+	})
+	before, after = apply(t, e, `vmi.Labels["tier"] == "silver" ? Domain{UUID: ""} : domainSpec`)
+	sameExcept(t, before, after, func(*libvirtxml.Domain) {})
+}
+
+func TestMergeSharesNoMemoryWithTheResult(t *testing.T) {
+	e := newEnv(t, Options{})
+	tr, err := e.DomainTransform(`Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks}, CPU: DomainCPU{Features: domainSpec.CPU.Features}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := loadDomain(t, "testdata/domain-small.xml")
+	disks, features := d.Devices.Disks, d.CPU.Features
+	if err := tr.Apply(context.Background(), vmiWithLabels(nil), d); err != nil {
+		t.Fatal(err)
+	}
+	if &d.Devices.Disks[0] == &disks[0] || &d.CPU.Features[0] == &features[0] {
+		t.Fatal("the merged domain shares a backing array with the value it was read from")
+	}
+	if !reflect.DeepEqual(d.Devices.Disks, disks) || !reflect.DeepEqual(d.CPU.Features, features) {
+		t.Fatal("copied lists differ from the originals")
+	}
+}
+
+func TestTransformWritesPointerScalarsAndNamedTypes(t *testing.T) {
+	e := newEnv(t, Options{})
+	before, after := apply(t, e, `Domain{
+		ID: 7,
+		Memory: DomainMemory{Value: 17179869184u},
+		Devices: DomainDeviceList{Disks: [DomainDisk{
+			Device: "disk",
+			Driver: DomainDiskDriver{Name: "qemu", IOThread: 2u, Queues: 4u},
+			ReadOnly: DomainDiskReadOnly{},
+			Boot: DomainDeviceBoot{Order: 1u},
+		}]},
+		Features: DomainFeatureList{HyperV: DomainFeatureHyperV{Relaxed: DomainFeatureState{State: "on"}}},
+	}`)
+	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
+		id, iothread, queues := 7, uint(2), uint(4)
+		d.ID = &id
+		d.Memory.Value = 17179869184 // 16 GiB in bytes: wider than 32 bits
+		d.Devices.Disks = []libvirtxml.DomainDisk{{
+			Device:   "disk",
+			Driver:   &libvirtxml.DomainDiskDriver{Name: "qemu", IOThread: &iothread, Queues: &queues},
+			ReadOnly: &libvirtxml.DomainDiskReadOnly{},
+			Boot:     &libvirtxml.DomainDeviceBoot{Order: 1},
+		}}
+		d.Features.HyperV = &libvirtxml.DomainFeatureHyperV{Relaxed: &libvirtxml.DomainFeatureState{State: "on"}}
+	})
+}
+
+func TestDomainTransformMustReturnDomain(t *testing.T) {
+	e := newEnv(t, Options{})
+	for _, tc := range []struct{ expr, got string }{
+		{`"host-passthrough"`, "string"},
+		{`DomainCPU{Mode: "host-passthrough"}`, "libvirtxml.DomainCPU"},
+		{`domainSpec.CPU`, "libvirtxml.DomainCPU"},
+		{`vmi.Name == "x"`, "bool"},
+	} {
+		_, err := e.DomainTransform(tc.expr)
+		compileError(t, err, ReasonType, "must return a Domain{...}", tc.got)
+	}
+}
+
+func TestUnknownFieldRejected(t *testing.T) {
+	e := newEnv(t, Options{})
+	for _, tc := range []struct{ expr, want string }{
+		{`Domain{CPUX: DomainCPU{Mode: "host-passthrough"}}`, "undefined field 'CPUX'"},
+		{`Domain{CPU: DomainCPU{mode: "host-passthrough"}}`, "undefined field 'mode'"},
+		{`Domain{Name: domainSpec.Nme}`, "undefined field 'Nme'"},
+		{`Domain{CPU: DomainCPUX{}}`, "undeclared reference to 'DomainCPUX'"},
+	} {
+		_, err := e.DomainTransform(tc.expr)
+		compileError(t, err, ReasonType, tc.want)
+	}
+	_, err := e.Condition(`vmi.Spec.Domain.Cpu.Cores > 2`)
+	compileError(t, err, ReasonType, "undefined field 'Cpu'")
+	// Field types are checked too: libvirtxml counts are unsigned.
+	_, err = e.DomainTransform(`Domain{VCPU: DomainVCPU{Value: "4"}}`)
+	compileError(t, err, ReasonType, "expected type of field 'Value' is 'uint' but provided type is 'string'")
+}
+
+// TestApplyErrorLeavesDomainUnchanged: an evaluation error fails Apply and the
+// domain is not touched.
+func TestApplyErrorLeavesDomainUnchanged(t *testing.T) {
+	e := newEnv(t, Options{})
+	tr, err := e.DomainTransform(`Domain{Title: "x", Description: vmi.Labels["missing"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := loadDomain(t, "testdata/domain-small.xml")
+	want := marshalDomain(t, d)
+	err = tr.Apply(context.Background(), vmiWithLabels(nil), d)
+	if err == nil || !strings.Contains(err.Error(), "no such key") {
+		t.Fatalf("want a no-such-key error, got %v", err)
+	}
+	if got := marshalDomain(t, d); got != want {
+		t.Fatalf("domain changed by a failed Apply:\n%s", got)
+	}
+	if err := tr.Apply(context.Background(), vmiWithLabels(nil), nil); err == nil {
+		t.Fatal("Apply to a nil domain did not fail")
+	}
+}
+
+// TestDomainFixtureRoundTripsThroughDomainSpec: a whole KubeVirt domain read
+// through domainSpec, field by field, and written back as a literal comes out
+// unchanged.
+func TestDomainFixtureRoundTripsThroughDomainSpec(t *testing.T) {
+	e := newEnv(t, Options{CostLimit: 1 << 40})
+	for _, name := range []string{"domain_x86_64.xml", "migration_domain.xml", "testdata/domain-small.xml"} {
+		t.Run(name, func(t *testing.T) {
+			path := name
+			if !strings.HasPrefix(name, "testdata/") {
+				path = sharedFixture(t, name)
+			}
+			want := marshalDomain(t, loadDomain(t, path))
+			for _, tc := range []struct{ name, expr string }{
+				{"domainSpec itself", "domainSpec"},
+				{"every leaf read", domainLiteral("domainSpec", reflect.ValueOf(loadDomain(t, path)).Elem(), true)},
+			} {
+				tr, err := e.DomainTransform(tc.expr)
+				if err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				d := loadDomain(t, path)
+				if err := tr.Apply(context.Background(), vmiWithLabels(nil), d); err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				if got := marshalDomain(t, d); got != want {
+					t.Fatalf("%s: domain changed:\n%s", tc.name, got)
+				}
+			}
+			// The same domain written from constants onto an empty one.
+			tr, err := e.DomainTransform(domainLiteral("", reflect.ValueOf(loadDomain(t, path)).Elem(), false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &libvirtxml.Domain{}
+			if err := tr.Apply(context.Background(), vmiWithLabels(nil), d); err != nil {
+				t.Fatal(err)
+			}
+			if got := marshalDomain(t, d); got != want {
+				t.Fatalf("domain built from a literal:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
