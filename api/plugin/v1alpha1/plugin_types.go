@@ -98,7 +98,7 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.launcherHooks) || self.spec.launcherHooks.all(h, !has(h.sidecar) || (size(h.sidecar.socketPath.split('/')) > 5 && h.sidecar.socketPath.split('/')[4] == self.metadata.name))",fieldPath=".spec.launcherHooks",message="a sidecar socketPath must be inside the plugin's own directory /var/run/kubevirt-plugin/<metadata.name>/"
 type Plugin struct {
-	metav1.TypeMeta `json:",inline"`
+	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
