@@ -27,5 +27,11 @@ test: setup ## Run every module's tests, the integration tests on a real API ser
 bench: setup ## Run the Go benchmarks reported in docs/benchmarks.md.
 	@hack/bench.sh
 
+images: setup ## Build one image per component (controllers and samples) with the local Docker engine.
+	@hack/images.sh
+
+demo: setup ## Show the whole system: local API server, libvirtd nodes, sample plugins, a VM through its life.
+	@hack/demo.sh
+
 release: ## Tag one module: make release MODULE=api VERSION=v0.1.0
 	@hack/release.sh $(MODULE) $(VERSION)
