@@ -75,7 +75,7 @@ func (p *migrationPair) requireRunningOnTargetOnly(t *testing.T) {
 
 func str(v string) *hooksv1alpha1.StringParam { return &hooksv1alpha1.StringParam{Value: &v} }
 func u64(v uint64) *hooksv1alpha1.Uint64Param { return &hooksv1alpha1.Uint64Param{Value: &v} }
-func i32(v int32) *hooksv1alpha1.IntParam    { return &hooksv1alpha1.IntParam{Value: &v} }
+func i32(v int32) *hooksv1alpha1.IntParam     { return &hooksv1alpha1.IntParam{Value: &v} }
 
 const p2pLive = uint64(golibvirt.MIGRATE_LIVE | golibvirt.MIGRATE_PEER2PEER)
 
