@@ -1,14 +1,37 @@
 // Package pipeline runs the launcher hooks of KubeVirt Plugins inside
 // virt-launcher: the GuestDefinition, PreBoot and PreMigrationSource chains.
 //
-// A Pipeline is built once from the Plugins handed to the launcher. New
-// validates them with the same rules as the Plugin CRD and compiles every CEL
-// expression up front, so a hook point call never compiles. Hooks run in
-// declaration order inside a plugin and plugins run in alphabetical order of
-// their names. CEL hooks run inline; sidecar hooks are gRPC calls over the
-// Unix socket the plugin declares, below the sockets root.
+// A Pipeline is built once, by New, from the Plugins handed to the launcher.
+// New validates them with the rules of the Plugin CRD and compiles every
+// condition and CEL expression, so a hook point call never compiles. At each
+// hook point, plugins run in alphabetical order of their names and the hooks
+// of a plugin in declaration order. A hook runs only when the plugin's
+// condition and its own condition both hold; an error while evaluating a
+// condition fails the call whatever the failure strategy. A failing hook
+// fails the call under failureStrategy Fail (the hook's, else the plugin's,
+// else Fail) and is skipped, leaving no trace, under Ignore. Cancelling the
+// context fails the call whatever the strategy.
+//
+// CEL hooks (GuestDefinition only) merge their Domain{...} into the domain
+// inline. Sidecar hooks are gRPC calls over the Unix socket the plugin
+// declares under /var/run/kubevirt-plugin/<plugin>/ (Options.SocketRoot),
+// each bounded by the hook's timeout (30s by default). Before dialing, a hook
+// point call waits for missing sockets within one budget shared by all its
+// sidecars (Options.SocketWaitBudget, 30s), and every path component below
+// the sockets root is checked with Lstat when the connection is made: a
+// symlink is refused.
+//
+// Errors name the plugin, the hook's index in spec.launcherHooks, its kind
+// and the hook point, and wrap the cause:
+//
+//	plugin "x" launcher hook #1 (sidecar) at PreBoot: calling the sidecar (timeout 30s): rpc error: ...
+//
+// With Options.Registerer set, the Pipeline records
+// kubevirt_plugin_launcher_hook_duration_seconds{plugin,hook_point} and
+// kubevirt_plugin_launcher_hook_outcomes_total{plugin,hook_point,outcome}
+// with outcome success, error, ignored or skipped.
 //
 // The package needs no cgo: the libvirt adapter that defines, starts and
-// migrates the domain lives in the sibling package launcher-runtime/libvirt,
-// and kvpctl uses this package to run the chains on a developer's machine.
+// migrates the domain lives in launcher-runtime/libvirt, and kvpctl uses
+// this package to run the chains on a plugin author's machine.
 package pipeline
