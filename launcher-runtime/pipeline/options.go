@@ -30,7 +30,8 @@ type Options struct {
 	// the plugin GuestDefinition hooks. Default: nil, none.
 	LegacyHooks LegacyHooks
 
-	// Clock measures hook durations and drives the socket wait.
+	// Clock measures hook durations and drives the socket wait. Per-hook
+	// timeouts are context deadlines and follow the real clock.
 	// Default: the real clock.
 	Clock clock.Clock
 
