@@ -159,7 +159,6 @@ func BenchmarkGuestDefinitionSidecarRoundTrip(b *testing.B) {
 	p := newPipeline(b, root, []pluginv1alpha1.Plugin{plugin("bench", sidecarHook(declared("bench", sdk.DefaultSocketName), pluginv1alpha1.GuestDefinition))})
 	vmi := testVMI(b)
 	domain, size := bigDomain(b, 20<<10)
-	b.ReportMetric(float64(size), "domain-bytes")
 	b.ReportAllocs()
 	for b.Loop() {
 		out, err := p.GuestDefinition(context.Background(), vmi, domain, pipeline.Boot)
@@ -170,4 +169,5 @@ func BenchmarkGuestDefinitionSidecarRoundTrip(b *testing.B) {
 			b.Fatalf("description %q", out.Description)
 		}
 	}
+	b.ReportMetric(float64(size), "domain-bytes")
 }
