@@ -1,0 +1,123 @@
+package launcher_test
+
+import (
+	"os"
+	"testing"
+
+	golibvirt "libvirt.org/go/libvirt"
+
+	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+	"github.com/kubevirt-plugins/framework/tests/framework/repo"
+)
+
+// migrationTunerPlugin is the Plugin the sample ships.
+func migrationTunerPlugin(t *testing.T) string {
+	t.Helper()
+	path, err := repo.Path("sample-sidecars", "migration-tuner", "plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *testing.T) {
+	cases := []struct {
+		name   string
+		labels map[string]string
+		// wantFlags must all be set in the result, wantParams present.
+		wantFlags  golibvirt.DomainMigrateFlags
+		wantParams map[string]any
+		// xbzrle: the completed job reports XBZRLE cache statistics, which
+		// only that method produces (libvirt has no statistics for mt).
+		xbzrle bool
+	}{{
+		name:       "parallel connections",
+		labels:     map[string]string{"migration.example.com/parallel": "2"},
+		wantFlags:  golibvirt.MIGRATE_PARALLEL,
+		wantParams: map[string]any{"parallel.connections": int32(2)},
+	}, {
+		name:       "xbzrle compression",
+		labels:     map[string]string{"migration.example.com/compression": "xbzrle"},
+		wantFlags:  golibvirt.MIGRATE_COMPRESSED,
+		wantParams: map[string]any{"compression": []string{"xbzrle"}},
+		xbzrle:     true,
+	}, {
+		name:       "mt compression with two threads",
+		labels:     map[string]string{"migration.example.com/compression": "mt", "migration.example.com/mt-threads": "2"},
+		wantFlags:  golibvirt.MIGRATE_COMPRESSED,
+		wantParams: map[string]any{"compression": []string{"mt"}, "compression.mt.threads": int32(2)},
+	}}
+	bin := sidecarBinary(t, "migration-tuner/cmd/migration-tuner")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testContext(t)
+			root := shortTempDir(t, "kvp-sock-")
+			startSidecar(t, bin, "migration-tuner", root)
+			pl := newPipeline(t, root, plugins(t, migrationTunerPlugin(t)))
+			labels := map[string]string{"plugins.example.com/migration-tuner": "true"}
+			for k, v := range tc.labels {
+				labels[k] = v
+			}
+			pair := startMigrationPair(t, ctx, disklessDomain("vm-tuned"))
+
+			// What KubeVirt would hand libvirt without the plugin.
+			flags := p2pLive
+			params := &hooksv1alpha1.MigrationParams{MigrateUri: str("tcp://" + pair.target.Hostname)}
+			result, err := pl.PreMigrationSource(ctx, newVMI("vm-tuned", labels), flags, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := golibvirt.DomainMigrateFlags(result.Flags); got&(tc.wantFlags|golibvirt.MIGRATE_LIVE|golibvirt.MIGRATE_PEER2PEER) != tc.wantFlags|golibvirt.MIGRATE_LIVE|golibvirt.MIGRATE_PEER2PEER {
+				t.Fatalf("flags after the sidecar = %#x, want %#x kept and %#x added", result.Flags, flags, uint64(tc.wantFlags))
+			}
+			got := hooksv1alpha1.ParamsToMap(result.Params)
+			if got["migrate_uri"] != "tcp://"+pair.target.Hostname {
+				t.Fatalf("migrate_uri after the sidecar = %v, want it kept", got["migrate_uri"])
+			}
+			for k, want := range tc.wantParams {
+				if !equalParam(got[k], want) {
+					t.Fatalf("param %s after the sidecar = %#v, want %#v (all: %v)", k, got[k], want, got)
+				}
+			}
+
+			if err := lrlibvirt.Migrate(ctx, pair.dom, pair.target.PeerURI(), result.Flags, result.Params); err != nil {
+				t.Fatalf("%v\nsource log:\n%s", err, pair.source.Logs(ctx))
+			}
+			pair.requireRunningOnTargetOnly(t)
+
+			stats, err := pair.dom.GetJobStats(golibvirt.DOMAIN_JOB_STATS_COMPLETED)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.Type != golibvirt.DOMAIN_JOB_COMPLETED {
+				t.Fatalf("completed job stats: type %d, want completed", stats.Type)
+			}
+			if tc.xbzrle != stats.CompressionCacheSet {
+				t.Fatalf("completed job reports XBZRLE statistics: %v, want %v", stats.CompressionCacheSet, tc.xbzrle)
+			}
+		})
+	}
+}
+
+func equalParam(got, want any) bool {
+	switch w := want.(type) {
+	case []string:
+		g, ok := got.([]string)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if g[i] != w[i] {
+				return false
+			}
+		}
+		return true
+	default:
+		return got == want
+	}
+}
