@@ -228,3 +228,32 @@ func TestInvocationContextMustBeKnown(t *testing.T) {
 	_, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), "Source")
 	mustContain(t, err, `invocation context "Source"`)
 }
+
+func TestCELHookEvaluationFailureFollowsStrategy(t *testing.T) {
+	// Valid at compile time, fails at run time: the annotation is absent.
+	failing := celHook(`Domain{Title: vmi.Annotations["absent"], Description: "partial"}`)
+	for _, tc := range []struct {
+		name     string
+		strategy pluginv1alpha1.FailureStrategy
+	}{
+		{"Fail", pluginv1alpha1.Fail},
+		{"Ignore", pluginv1alpha1.Ignore},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := failing
+			h.FailureStrategy = tc.strategy
+			p := newPipeline(t, socketRoot(t), []pluginv1alpha1.Plugin{plugin("cel-fail", h, celHook(celAppend("after")))})
+			out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+			if tc.strategy == pluginv1alpha1.Fail {
+				mustContain(t, err, `plugin "cel-fail" launcher hook #0 (cel) at GuestDefinition`, "absent")
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Description != "after" || out.Title != "" {
+				t.Errorf("the ignored CEL hook left a trace: description %q title %q", out.Description, out.Title)
+			}
+		})
+	}
+}

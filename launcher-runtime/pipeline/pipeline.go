@@ -30,7 +30,6 @@ type Pipeline struct {
 
 type compiledPlugin struct {
 	name      string
-	plugin    *pluginv1alpha1.Plugin
 	condition condition
 	hooks     []compiledHook
 }
@@ -96,7 +95,7 @@ func compilePlugin(pl *pluginv1alpha1.Plugin, c compiler) (compiledPlugin, []err
 	if len(errs) > 0 {
 		return compiledPlugin{}, errs
 	}
-	cp := compiledPlugin{name: pl.Name, plugin: pl}
+	cp := compiledPlugin{name: pl.Name}
 	var err error
 	if cp.condition, err = c.condition(pl.Spec.Condition); err != nil {
 		return cp, []error{fmt.Errorf("plugin %q: spec.condition: %w", pl.Name, err)}
