@@ -1,0 +1,208 @@
+package labelsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubevirt-plugins/framework/tests/framework/repo"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/label-syncer once per test binary run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := repo.Root()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "label-syncer-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "label-syncer")
+		cmd := exec.Command("go", "build", "-o", binPath, "./label-syncer/cmd/label-syncer")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building label-syncer: %v", buildErr)
+	}
+	return binPath
+}
+
+// kubeconfig writes a kubeconfig for an administrator of the test server.
+func kubeconfig(t *testing.T) string {
+	t.Helper()
+	user, err := server.Env.AddUser(envtest.User{Name: "label-syncer-test", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestStartupRejectsInvalidEntriesNamingThem(t *testing.T) {
+	bin := binary(t)
+	cfg := kubeconfig(t)
+	cases := []struct {
+		name string
+		flag string
+		list string
+		want string
+	}{
+		{"bare star", "--additional-launcher-labels-sync", "*", `--additional-launcher-labels-sync: entry 1 ("*"): a bare "*" would match every key`},
+		{"bare star among valid entries", "--additional-launcher-labels-sync", "ops.example.com/*,*", `entry 2 ("*"): a bare "*"`},
+		{"not a valid key", "--additional-launcher-labels-sync", "ops.example.com/a/b", `entry 1 ("ops.example.com/a/b"): not a valid key`},
+		{"not a valid prefix", "--additional-launcher-labels-sync", "Ops.Example.com/*", `entry 1 ("Ops.Example.com/*"): no valid key starts with`},
+		{"star inside", "--additional-launcher-labels-sync", "*.k8s.io/x", `entry 1 ("*.k8s.io/x"): "*" is only allowed as the last character`},
+		{"kubevirt.io prefix", "--additional-launcher-labels-sync", "kubevirt.io/*", `entry 1 ("kubevirt.io/*"): could match keys in the reserved domain kubevirt.io`},
+		{"kubevirt.io subdomain key", "--additional-launcher-labels-sync", "vm.kubevirt.io/name", `entry 1 ("vm.kubevirt.io/name"): is in the reserved domain kubevirt.io`},
+		{"created-by", "--additional-launcher-labels-sync", "kubevirt.io/created-by", `entry 1 ("kubevirt.io/created-by"): is in the reserved domain kubevirt.io`},
+		{"prefix of kubevirt.io", "--additional-launcher-labels-sync", "kube*", `entry 1 ("kube*"): could match keys in the reserved domain kubevirt.io`},
+		{"truncated kubevirt.io", "--additional-launcher-labels-sync", "kubevirt.i*", `entry 1 ("kubevirt.i*"): could match keys in the reserved domain kubevirt.io`},
+		{"kubernetes.io annotations", "--additional-launcher-annotations-sync", "kubectl.kubernetes.io/*", `--additional-launcher-annotations-sync: entry 1 ("kubectl.kubernetes.io/*"): could match keys in the reserved domain kubernetes.io`},
+		{"k8s.io subdomain", "--additional-launcher-annotations-sync", "x.k8s.io/y", `entry 1 ("x.k8s.io/y"): is in the reserved domain k8s.io`},
+		{"the syncer's bookkeeping", "--additional-launcher-annotations-sync", "labelsync.kubevirt-plugins.io/*", `reserved domain labelsync.kubevirt-plugins.io`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+cfg, "--metrics-bind-address=0", "--health-probe-bind-address=0", tc.flag+"="+tc.list)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+				t.Fatalf("exit = %v, want status 2; stderr:\n%s", err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("stderr does not contain %q:\n%s", tc.want, stderr.String())
+			}
+		})
+	}
+}
+
+// TestBinaryWithValidEntriesSyncsAndServesMetrics runs the built binary
+// as the Deployment does and checks it syncs a VM and reports it.
+func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
+	bin := binary(t)
+	ns := newNamespace(t)
+	r := startVM(t, ns, "vm-binary", map[string]string{"ops.example.com/owner": "team-a"}, nil, outside)
+	probe, metricsAddr := freeAddr(t), freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+kubeconfig(t),
+		"--additional-launcher-labels-sync=ops.example.com/*,team.example.com/owner",
+		"--additional-launcher-annotations-sync=notes.example.com/*",
+		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metricsAddr)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-exited
+	})
+	eventually(t, "/readyz answers 200", func() error {
+		select {
+		case <-exited:
+			t.Fatalf("label-syncer exited: %s", stderr.String())
+		default:
+		}
+		return get200("http://" + probe + "/readyz")
+	})
+
+	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-b"}, nil)
+	eventually(t, "the binary synced the VMI and the Pod", func() error {
+		return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-b"})
+	})
+	checkOutsideAndUID(t, r, r.pod.UID)
+	eventually(t, "/metrics reports the patches", func() error {
+		body, err := getBody("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return err
+		}
+		for _, re := range []string{
+			`labelsync_patches_total\{target="VirtualMachineInstance"\} [1-9]`,
+			`labelsync_patches_total\{target="Pod"\} [1-9]`,
+			`labelsync_sync_duration_seconds_count\{target="Pod"\} [1-9]`,
+			`controller_runtime_reconcile_total\{controller="labelsync-vmi-to-pod",result="success"\} [1-9]`,
+		} {
+			if !regexp.MustCompile(re).MatchString(body) {
+				return fmt.Errorf("no line matching %s", re)
+			}
+		}
+		return nil
+	})
+}
+
+// getBody returns the body of a 200 answer to a GET of url.
+func getBody(url string) (string, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s: %s", url, resp.Status, b)
+	}
+	return string(b), nil
+}
+
+func get200(url string) error {
+	_, err := getBody(url)
+	return err
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}

@@ -1,0 +1,31 @@
+package labelsync
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
+)
+
+// server is the API server every test and benchmark of the package uses.
+var server *apiserver.Server
+
+func TestMain(m *testing.M) {
+	// controller-runtime logs some start-up steps through its global logger.
+	ctrllog.SetLogger(logr.Discard())
+	s, err := apiserver.Start(apiserver.Options{WithKubeVirtCRDs: true})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the API server: %v\n", err)
+		os.Exit(1)
+	}
+	server = s
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping the API server: %v\n", err)
+	}
+	os.Exit(code)
+}
