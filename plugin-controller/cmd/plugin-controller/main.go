@@ -1,0 +1,201 @@
+// Command plugin-controller runs the Plugin status reconciler and the
+// validating webhook for Plugins.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/kubevirt-plugins/framework/api/celenv"
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/plugin-controller/internal/validation"
+	pluginreconciler "github.com/kubevirt-plugins/framework/plugin-controller/reconcilers/plugin"
+	"github.com/kubevirt-plugins/framework/plugin-controller/servingcert"
+	pluginwebhook "github.com/kubevirt-plugins/framework/plugin-controller/webhooks/plugin"
+)
+
+// Leader election lives in the controller's namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=kubevirt
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kubevirt
+
+// Certificate management modes of --webhook-cert-management.
+const (
+	certsSelfSigned = "self-signed"
+	certsExternal   = "external"
+)
+
+type flags struct {
+	kubeconfig, metricsAddr, probeAddr string
+	leaderElect                        bool
+	leaderElectionNamespace            string
+	enableWebhook                      bool
+	webhookPort                        int
+	certDir, certManagement            string
+	serviceName, serviceNamespace      string
+	webhookConfigName                  string
+	celCostLimit                       uint64
+	maxConcurrentReconciles            int
+	zap                                zap.Options
+}
+
+func parseFlags(args []string) (*flags, error) {
+	f := &flags{}
+	namespace := os.Getenv("POD_NAMESPACE")
+	if namespace == "" {
+		namespace = "kubevirt"
+	}
+	fs := flag.NewFlagSet("plugin-controller", flag.ContinueOnError)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: in-cluster configuration, or $KUBECONFIG.")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
+	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", namespace, "Namespace of the leader election Lease. Default: $POD_NAMESPACE, else kubevirt.")
+	fs.BoolVar(&f.enableWebhook, "enable-webhook", true, "Serve the validating webhook for Plugins; false runs the reconciler alone.")
+	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
+	fs.StringVar(&f.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding tls.crt and tls.key for the webhook server.")
+	fs.StringVar(&f.certManagement, "webhook-cert-management", certsSelfSigned,
+		"self-signed: create, rotate and publish (caBundle) a self-signed serving certificate; external: use the files another tool (cert-manager) puts into --webhook-cert-dir.")
+	fs.StringVar(&f.serviceName, "webhook-service-name", "plugin-controller-webhook", "Service in front of the webhook; names the self-signed certificate.")
+	fs.StringVar(&f.serviceNamespace, "webhook-service-namespace", namespace, "Namespace of that Service. Default: $POD_NAMESPACE, else kubevirt.")
+	fs.StringVar(&f.webhookConfigName, "webhook-configuration-name", "plugin-controller", "ValidatingWebhookConfiguration whose caBundle the self-signed mode maintains.")
+	fs.Uint64Var(&f.celCostLimit, "cel-cost-limit", celenv.DefaultCostLimit, "Cost limit of CEL expressions; must match the launcher's and the handler's.")
+	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Plugins reconciled in parallel.")
+	f.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if f.certManagement != certsSelfSigned && f.certManagement != certsExternal {
+		return nil, fmt.Errorf("--webhook-cert-management must be %s or %s, not %q", certsSelfSigned, certsExternal, f.certManagement)
+	}
+	return f, nil
+}
+
+func main() {
+	f, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	logger := zap.New(zap.UseFlagOptions(&f.zap))
+	ctrl.SetLogger(logger)
+	if err := run(ctrl.SetupSignalHandler(), f, logger); err != nil {
+		logger.Error(err, "plugin-controller failed")
+		os.Exit(1)
+	}
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+func run(ctx context.Context, f *flags, logger logr.Logger) error {
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading the client configuration: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, pluginv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	env, err := celenv.New(celenv.Options{CostLimit: f.celCostLimit})
+	if err != nil {
+		return err
+	}
+	checker := validation.CELEnv{Env: env}
+
+	opts := ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        logger,
+		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
+		LeaderElectionID:              "plugin-controller.plugin.kubevirt.io",
+		LeaderElectionNamespace:       f.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if f.enableWebhook {
+		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.certDir})
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	readiness := healthz.Ping
+	if f.enableWebhook {
+		readiness = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("ready", readiness); err != nil {
+		return err
+	}
+
+	if err := (&pluginreconciler.Reconciler{
+		Checker:                 checker,
+		MaxConcurrentReconciles: f.maxConcurrentReconciles,
+	}).SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	if f.enableWebhook {
+		if f.certManagement == certsSelfSigned {
+			if err := setupSelfSignedCerts(ctx, mgr, cfg, scheme, f, logger); err != nil {
+				return err
+			}
+		}
+		if err := (&pluginwebhook.Validator{Checker: checker}).SetupWebhookWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	logger.Info("starting", "webhook", f.enableWebhook, "leaderElection", f.leaderElect)
+	return mgr.Start(ctx)
+}
+
+// setupSelfSignedCerts writes a certificate before the webhook server
+// starts (it needs the files) and keeps it renewed afterwards.
+func setupSelfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, scheme *runtime.Scheme, f *flags, logger logr.Logger) error {
+	// The manager's client reads from a cache that is not running yet.
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	svc := f.serviceName + "." + f.serviceNamespace
+	rotator, err := servingcert.New(servingcert.Options{
+		CertDir:                  f.certDir,
+		DNSNames:                 []string{svc + ".svc", svc + ".svc.cluster.local", svc},
+		WebhookConfigurationName: f.webhookConfigName,
+		Client:                   direct,
+		Logger:                   logger.WithName("servingcert"),
+	})
+	if err != nil {
+		return err
+	}
+	ensureCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := rotator.Ensure(ensureCtx); err != nil {
+		// The caBundle update is retried by the rotator; a missing
+		// certificate is fatal.
+		logger.Error(err, "initial serving certificate check")
+	}
+	return mgr.Add(rotator)
+}

@@ -1,0 +1,11 @@
+// Package servingcert keeps a webhook server supplied with a serving
+// certificate when no certificate manager (such as cert-manager) provides
+// one. It creates a self-signed CA and a serving certificate signed by it,
+// writes them to the directory the webhook server reads (tls.crt, tls.key),
+// puts the CA into the caBundle of a ValidatingWebhookConfiguration, and
+// renews the certificate, and the CA, before they expire.
+//
+// A renewed CA is added to the caBundle next to the previous one, which
+// stays trusted until it expires: replicas still serving a certificate
+// signed by the previous CA keep working during a rollout or rotation.
+package servingcert

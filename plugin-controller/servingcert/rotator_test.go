@@ -1,0 +1,250 @@
+package servingcert
+
+import (
+	"context"
+	"crypto/x509"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+const (
+	vwcName = "plugin-controller"
+	dnsName = "plugin-controller-webhook.kubevirt.svc"
+)
+
+type harness struct {
+	t      *testing.T
+	dir    string
+	clock  *clocktesting.FakeClock
+	client client.Client
+	r      *Rotator
+}
+
+func newHarness(t *testing.T, caValidity, certValidity, renewBefore time.Duration) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: vwcName},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "a.example.com"}, {Name: "b.example.com"}},
+	}
+	h := &harness{
+		t:      t,
+		dir:    t.TempDir(),
+		clock:  clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(vwc).Build(),
+	}
+	r, err := New(Options{
+		CertDir: h.dir, DNSNames: []string{dnsName}, WebhookConfigurationName: vwcName, Client: h.client,
+		CAValidity: caValidity, CertValidity: certValidity, RenewBefore: renewBefore, Clock: h.clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.r = r
+	return h
+}
+
+func (h *harness) ensure() {
+	h.t.Helper()
+	if err := h.r.Ensure(context.Background()); err != nil {
+		h.t.Fatalf("Ensure at %v: %v", h.clock.Now(), err)
+	}
+}
+
+func (h *harness) serving() *x509.Certificate {
+	h.t.Helper()
+	kp, err := parseFiles(h.dir, CertFile, KeyFile)
+	if err != nil {
+		h.t.Fatalf("reading serving certificate: %v", err)
+	}
+	return kp.cert
+}
+
+func parseFiles(dir, cert, key string) (*keyPair, error) {
+	c, err := os.ReadFile(filepath.Join(dir, cert))
+	if err != nil {
+		return nil, err
+	}
+	k, err := os.ReadFile(filepath.Join(dir, key))
+	if err != nil {
+		return nil, err
+	}
+	return parseKeyPair(c, k)
+}
+
+// bundles returns the caBundle of each webhook.
+func (h *harness) bundles() [][]*x509.Certificate {
+	h.t.Helper()
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := h.client.Get(context.Background(), client.ObjectKey{Name: vwcName}, &vwc); err != nil {
+		h.t.Fatal(err)
+	}
+	var out [][]*x509.Certificate
+	for _, w := range vwc.Webhooks {
+		out = append(out, parseBundle(w.ClientConfig.CABundle))
+	}
+	return out
+}
+
+// trusted reports whether every webhook's caBundle verifies cert now.
+func (h *harness) trusted(cert *x509.Certificate) error {
+	for _, b := range h.bundles() {
+		pool := x509.NewCertPool()
+		for _, c := range b {
+			pool.AddCert(c)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: dnsName, CurrentTime: h.clock.Now()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestServingCertificateIsRenewedBeforeItExpires(t *testing.T) {
+	h := newHarness(t, 10*time.Hour, time.Hour, 20*time.Minute)
+	h.ensure()
+	first := h.serving()
+	if err := h.trusted(first); err != nil {
+		t.Fatalf("first certificate not trusted by the caBundle: %v", err)
+	}
+
+	h.clock.Step(30 * time.Minute) // 30m left: more than RenewBefore
+	h.ensure()
+	if !h.serving().Equal(first) {
+		t.Fatal("certificate renewed while more than RenewBefore was left")
+	}
+
+	h.clock.Step(15 * time.Minute) // 15m left: renew
+	h.ensure()
+	second := h.serving()
+	if second.Equal(first) {
+		t.Fatal("certificate not renewed with less than RenewBefore left")
+	}
+	if want := h.clock.Now().Add(time.Hour); !second.NotAfter.Equal(want.Truncate(time.Second)) {
+		t.Errorf("renewed certificate expires %v, want %v", second.NotAfter, want)
+	}
+	if err := h.trusted(second); err != nil {
+		t.Fatalf("renewed certificate not trusted: %v", err)
+	}
+}
+
+func TestRenewedCAIsTrustedNextToThePreviousOneUntilItExpires(t *testing.T) {
+	h := newHarness(t, 3*time.Hour, time.Hour, 20*time.Minute)
+	h.ensure()
+	// Renewals at 50m and 1h40m, both by the first CA (it still has more
+	// than a certificate lifetime left).
+	h.clock.Step(50 * time.Minute)
+	h.ensure()
+	h.clock.Step(50 * time.Minute)
+	h.ensure()
+	oldCert := h.serving()
+	oldCA := parseFirstCA(t, h.dir)
+	if err := oldCert.CheckSignatureFrom(oldCA); err != nil {
+		t.Fatalf("certificate renewed at 1h40m not signed by the first CA: %v", err)
+	}
+
+	// At 2h10m the CA has 50m left, less than one certificate lifetime.
+	h.clock.Step(30 * time.Minute)
+	h.ensure()
+	newCert := h.serving()
+	if newCert.Equal(oldCert) {
+		t.Fatal("serving certificate not reissued after the CA was renewed")
+	}
+	if err := newCert.CheckSignatureFrom(parseFirstCA(t, h.dir)); err != nil {
+		t.Fatalf("new certificate not signed by the current CA: %v", err)
+	}
+	for i, b := range h.bundles() {
+		if len(b) != 2 {
+			t.Fatalf("webhook %d caBundle holds %d CAs, want the new and the previous", i, len(b))
+		}
+	}
+	if err := h.trusted(newCert); err != nil {
+		t.Fatalf("certificate from the new CA not trusted: %v", err)
+	}
+	// A replica still serving a certificate from the previous CA keeps working.
+	h.clock.Step(5 * time.Minute)
+	if err := h.trusted(oldCert); err != nil {
+		t.Fatalf("certificate from the previous CA no longer trusted before it expired: %v", err)
+	}
+
+	// Past the previous CA's end, the next update drops it.
+	h.clock.Step(time.Hour)
+	h.ensure()
+	for i, b := range h.bundles() {
+		for _, c := range b {
+			if !h.clock.Now().Before(c.NotAfter) {
+				t.Fatalf("webhook %d caBundle still holds a CA that expired at %v", i, c.NotAfter)
+			}
+		}
+	}
+}
+
+func parseFirstCA(t *testing.T, dir string) *x509.Certificate {
+	t.Helper()
+	kp, err := parseFiles(dir, CACertFile, CAKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kp.cert
+}
+
+func TestCertificateIsReissuedForChangedDNSNames(t *testing.T) {
+	h := newHarness(t, 10*time.Hour, time.Hour, 20*time.Minute)
+	h.ensure()
+	first := h.serving()
+	r, err := New(Options{CertDir: h.dir, DNSNames: []string{"other.kubevirt.svc"}, Clock: h.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.serving(); got.Equal(first) || got.DNSNames[0] != "other.kubevirt.svc" {
+		t.Fatalf("certificate names %v, want a new one for other.kubevirt.svc", got.DNSNames)
+	}
+}
+
+func TestStartRenewsOnTheCheckInterval(t *testing.T) {
+	h := newHarness(t, 10*time.Hour, time.Hour, 20*time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- h.r.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
+	// Wait for the first check and the ticker, then move past RenewBefore.
+	waitFor(t, func() bool { _, err := parseFiles(h.dir, CertFile, KeyFile); return err == nil && h.clock.HasWaiters() })
+	first := h.serving()
+	h.clock.Step(45 * time.Minute)
+	waitFor(t, func() bool {
+		kp, err := parseFiles(h.dir, CertFile, KeyFile)
+		return err == nil && !kp.cert.Equal(first)
+	})
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached before the deadline")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

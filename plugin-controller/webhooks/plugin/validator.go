@@ -1,0 +1,67 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/plugin-controller/internal/validation"
+)
+
+// Path is where the webhook is served; the ValidatingWebhookConfiguration
+// in deploy/controller points at it.
+const Path = "/validate-plugin-kubevirt-io-v1alpha1-plugin"
+
+// Validator checks Plugins on create and update.
+type Validator struct {
+	// Checker validates CEL expressions. Required.
+	Checker validation.Checker
+}
+
+var _ admission.Validator[*pluginv1alpha1.Plugin] = (*Validator)(nil)
+
+// SetupWebhookWithManager registers the validator on the manager's webhook
+// server at Path.
+func (v *Validator) SetupWebhookWithManager(mgr ctrl.Manager) error {
+	if v.Checker == nil {
+		return fmt.Errorf("plugin webhook: a CEL Checker is required")
+	}
+	return ctrl.NewWebhookManagedBy(mgr, &pluginv1alpha1.Plugin{}).
+		WithValidator(v).
+		WithValidatorCustomPath(Path).
+		Complete()
+}
+
+// ValidateCreate rejects a Plugin with any invalid CEL expression.
+func (v *Validator) ValidateCreate(_ context.Context, p *pluginv1alpha1.Plugin) (admission.Warnings, error) {
+	return nil, v.validate(p)
+}
+
+// ValidateUpdate rejects a spec change that leaves an invalid CEL
+// expression. Updates that keep the spec as it was (labels, finalizers) are
+// let through, so that a Plugin stored before the webhook existed can still
+// be relabelled and deleted.
+func (v *Validator) ValidateUpdate(_ context.Context, old, p *pluginv1alpha1.Plugin) (admission.Warnings, error) {
+	if equality.Semantic.DeepEqual(old.Spec, p.Spec) {
+		return nil, nil
+	}
+	return nil, v.validate(p)
+}
+
+// ValidateDelete allows every deletion.
+func (v *Validator) ValidateDelete(context.Context, *pluginv1alpha1.Plugin) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *Validator) validate(p *pluginv1alpha1.Plugin) error {
+	errs := validation.PluginCEL(v.Checker, &p.Spec)
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(pluginv1alpha1.GroupVersion.WithKind("Plugin").GroupKind(), p.Name, errs)
+}
