@@ -27,19 +27,27 @@ func referenceKinds() []referenceKind {
 	return []referenceKind{
 		{
 			gvk: gv.WithKind("MutatingAdmissionPolicy"), obj: &admissionregistrationv1.MutatingAdmissionPolicy{},
-			refs: func(s *pluginv1alpha1.PluginSpec) []pluginv1alpha1.AdmissionReference { return s.MutatingAdmissionPolicies },
+			refs: func(s *pluginv1alpha1.PluginSpec) []pluginv1alpha1.AdmissionReference {
+				return s.MutatingAdmissionPolicies
+			},
 		},
 		{
 			gvk: gv.WithKind("ValidatingAdmissionPolicy"), obj: &admissionregistrationv1.ValidatingAdmissionPolicy{},
-			refs: func(s *pluginv1alpha1.PluginSpec) []pluginv1alpha1.AdmissionReference { return s.ValidatingAdmissionPolicies },
+			refs: func(s *pluginv1alpha1.PluginSpec) []pluginv1alpha1.AdmissionReference {
+				return s.ValidatingAdmissionPolicies
+			},
 		},
 		{
 			gvk: gv.WithKind("MutatingWebhookConfiguration"), obj: &admissionregistrationv1.MutatingWebhookConfiguration{},
-			refs: func(s *pluginv1alpha1.PluginSpec) []pluginv1alpha1.AdmissionReference { return s.MutatingAdmissionWebhooks },
+			refs: func(s *pluginv1alpha1.PluginSpec) []pluginv1alpha1.AdmissionReference {
+				return s.MutatingAdmissionWebhooks
+			},
 		},
 		{
 			gvk: gv.WithKind("ValidatingWebhookConfiguration"), obj: &admissionregistrationv1.ValidatingWebhookConfiguration{},
-			refs: func(s *pluginv1alpha1.PluginSpec) []pluginv1alpha1.AdmissionReference { return s.ValidatingAdmissionWebhooks },
+			refs: func(s *pluginv1alpha1.PluginSpec) []pluginv1alpha1.AdmissionReference {
+				return s.ValidatingAdmissionWebhooks
+			},
 		},
 	}
 }
