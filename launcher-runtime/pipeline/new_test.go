@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,5 +98,29 @@ func TestValidateListsEveryProblemByFieldPath(t *testing.T) {
 		if !seen {
 			t.Errorf("no problem reported at %s; got %v", f, errs)
 		}
+	}
+}
+
+func TestValidateOrdersProblemsByFieldPath(t *testing.T) {
+	env, err := celenv.New(celenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := make([]pluginv1alpha1.LauncherHook, 11)
+	for i := range hooks {
+		hooks[i] = celHook(`Domain{}`)
+	}
+	hooks[10] = pluginv1alpha1.LauncherHook{} // structural problem
+	hooks[2] = celHook(`Domain{Name: 1}`)     // CEL problem
+	p := plugin("ordered", hooks...)
+	p.Spec.Condition = `1`           // CEL problem
+	p.Spec.FailureStrategy = "Often" // structural problem
+	var got []string
+	for _, e := range pipeline.Validate(&p, env) {
+		got = append(got, e.Field)
+	}
+	want := []string{"spec.condition", "spec.failureStrategy", "spec.launcherHooks[2].cel.expression", "spec.launcherHooks[10]"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("problems in order %v, want %v", got, want)
 	}
 }

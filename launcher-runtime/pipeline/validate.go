@@ -1,7 +1,11 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
+	"slices"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,9 +32,16 @@ const (
 func Validate(p *pluginv1alpha1.Plugin, env *celenv.Env) field.ErrorList {
 	errs := apivalidation.Plugin(p)
 	errs = append(errs, limits(p)...)
-	if env == nil {
-		return errs
+	if env != nil {
+		errs = append(errs, celProblems(p, env)...)
 	}
+	// Field order reads best: spec.condition, spec.launcherHooks[0]..., [1]...
+	slices.SortStableFunc(errs, func(a, b *field.Error) int { return compareFieldPaths(a.Field, b.Field) })
+	return errs
+}
+
+func celProblems(p *pluginv1alpha1.Plugin, env *celenv.Env) field.ErrorList {
+	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	errs = append(errs, celErrors(spec.Child("condition"), p.Spec.Condition, env.Condition)...)
 	for i := range p.Spec.LauncherHooks {
@@ -61,6 +72,38 @@ func celErrors[T any](path *field.Path, expr string, compile func(string) (T, er
 	}
 	return nil
 }
+
+// compareFieldPaths orders field paths as text, except that list indexes
+// compare as numbers ([2] before [10]).
+func compareFieldPaths(a, b string) int {
+	for a != "" && b != "" {
+		ca, ra := leadingChunk(a)
+		cb, rb := leadingChunk(b)
+		if isDigit(ca[0]) && isDigit(cb[0]) {
+			na, _ := strconv.Atoi(ca)
+			nb, _ := strconv.Atoi(cb)
+			if c := cmp.Compare(na, nb); c != 0 {
+				return c
+			}
+		} else if c := strings.Compare(ca, cb); c != 0 {
+			return c
+		}
+		a, b = ra, rb
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// leadingChunk splits s after its leading run of digits or of non-digits.
+func leadingChunk(s string) (string, string) {
+	digits := isDigit(s[0])
+	i := 1
+	for i < len(s) && isDigit(s[i]) == digits {
+		i++
+	}
+	return s[:i], s[i:]
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // truncate keeps long expressions from drowning the message.
 func truncate(s string) string {
