@@ -24,6 +24,9 @@ func (p *Pipeline) PreBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachineIn
 	if vmi == nil {
 		return errors.New("PreBoot: no VMI given")
 	}
+	if artifacts.EphemeralDiskDir == "" {
+		artifacts.EphemeralDiskDir = pluginv1alpha1.EphemeralDiskDir
+	}
 	c := p.newCall(pluginv1alpha1.PreBoot, vmi)
 	return c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
 		vmiJSON, err := c.vmiBytes()

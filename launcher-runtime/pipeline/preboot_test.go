@@ -55,3 +55,16 @@ func TestPreBootSidecarsSeePreviousFiles(t *testing.T) {
 		t.Errorf("ephemeral disk dir %q, want %q", got, disks)
 	}
 }
+
+func TestPreBootEphemeralDiskDirDefaults(t *testing.T) {
+	root := socketRoot(t)
+	s := &sidecar{}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("defaults", sidecarHook(serve(t, root, "defaults", "hook.sock", s), pb))})
+	if err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}); err != nil {
+		t.Fatal(err)
+	}
+	a := s.pbReqs[0].GetArtifacts()
+	if a.GetEphemeralDiskDir() != pluginv1alpha1.EphemeralDiskDir || a.GetCloudInitIso() != "" {
+		t.Errorf("artifacts %v, want the default ephemeral disk dir and no ISO", a)
+	}
+}

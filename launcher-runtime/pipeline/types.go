@@ -25,7 +25,7 @@ type Artifacts struct {
 	// CloudInitISO is the generated cloud-init ISO; empty when the VM has
 	// no cloud-init volume.
 	CloudInitISO string
-	// EphemeralDiskDir holds the ephemeral disks; normally
+	// EphemeralDiskDir holds the ephemeral disks. Default (empty):
 	// pluginv1alpha1.EphemeralDiskDir.
 	EphemeralDiskDir string
 }
