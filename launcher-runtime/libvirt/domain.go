@@ -59,8 +59,9 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 	if err != nil {
 		return fmt.Errorf("migrate: domain name: %w", err)
 	}
-	if flags > math.MaxUint32 {
-		return fmt.Errorf("migrate domain %q: flags %#x do not fit libvirt's 32-bit VIR_MIGRATE_* flags", name, flags)
+	migFlags, err := MigrateFlags(flags)
+	if err != nil {
+		return fmt.Errorf("migrate domain %q: %w", name, err)
 	}
 	conn, err := dom.DomainGetConnect()
 	if err != nil {
@@ -81,7 +82,7 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 
 	done := make(chan error, 1)
 	go func() {
-		done <- dom.MigrateToURI3(destURI, mp, golibvirt.DomainMigrateFlags(flags))
+		done <- dom.MigrateToURI3(destURI, mp, migFlags)
 	}()
 	select {
 	case err := <-done:
@@ -92,6 +93,16 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 	case <-ctx.Done():
 	}
 	return abort(dom, name, destURI, ctx.Err(), done)
+}
+
+// MigrateFlags converts a VIR_MIGRATE_* bitmask as the hooks exchange it
+// (64 bits wide) into the binding's type; libvirt's flags argument is a C
+// unsigned int, so a bit above 31 is an error rather than silently dropped.
+func MigrateFlags(flags uint64) (golibvirt.DomainMigrateFlags, error) {
+	if flags > math.MaxUint32 {
+		return 0, fmt.Errorf("flags %#x do not fit libvirt's 32-bit VIR_MIGRATE_* flags", flags)
+	}
+	return golibvirt.DomainMigrateFlags(flags), nil
 }
 
 // abortRetry is how often abort retries AbortJob while libvirt has no

@@ -210,3 +210,13 @@ func TestVersionReadsLikeLibvirtReleases(t *testing.T) {
 		}
 	}
 }
+
+func TestMigrateFlagsRefusesBitsLibvirtCannotTake(t *testing.T) {
+	want := golibvirt.MIGRATE_LIVE | golibvirt.MIGRATE_PEER2PEER | golibvirt.MIGRATE_PARALLEL
+	if got, err := MigrateFlags(uint64(want)); err != nil || got != want {
+		t.Fatalf("MigrateFlags(%#x) = %#x, %v", uint64(want), got, err)
+	}
+	if _, err := MigrateFlags(1 << 32); err == nil || !strings.Contains(err.Error(), "0x100000000") {
+		t.Fatalf("MigrateFlags(1<<32) error = %v, want one naming the flags", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/network"
 	"libvirt.org/go/libvirt"
 )
@@ -47,6 +48,9 @@ type Options struct {
 	// ReadyTimeout bounds the wait for the daemon to answer. Default
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// Logger receives testcontainers' progress lines. Default: its default
+	// logger (standard error); StartT uses the test's log instead.
+	Logger tclog.Logger
 }
 
 // Network is a user-defined Docker network.
@@ -132,7 +136,11 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
-	custom := []testcontainers.ContainerCustomizer{
+	var custom []testcontainers.ContainerCustomizer
+	if opts.Logger != nil {
+		custom = append(custom, testcontainers.WithLogger(opts.Logger))
+	}
+	custom = append(custom,
 		testcontainers.WithConfigModifier(func(c *container.Config) {
 			c.Hostname = alias
 		}),
@@ -145,7 +153,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 			hc.Binds = append(hc.Binds, opts.Binds...)
 		}),
 		testcontainers.WithExposedPorts("16509/tcp"),
-	}
+	)
 	if opts.Network != nil {
 		custom = append(custom, network.WithNetwork([]string{alias}, opts.Network.nw))
 	}
@@ -168,6 +176,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 // cleanup.
 func StartT(tb testing.TB, opts Options) *Node {
 	tb.Helper()
+	if opts.Logger == nil {
+		opts.Logger = tclog.TestLogger(tb)
+	}
 	node, err := Start(context.Background(), opts)
 	if err != nil {
 		tb.Fatal(err)
