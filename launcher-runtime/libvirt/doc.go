@@ -16,4 +16,11 @@
 // bandwidth is set both parameters reach libvirt with that value; a
 // bandwidth.postcopy that differs from bandwidth, or comes without it, is
 // refused rather than silently applied to pre-copy too.
+//
+// Parameters and compression methods are checked against the version of
+// the connected libvirt (GetLibVersion) before anything is sent: a hook
+// that asks for something that libvirt lacks, such as the zlib and zstd
+// levels and methods (9.4.0), the zero-detection disk lists or
+// bandwidth.avail.switchover on Debian 12's libvirt 9.0, gets an error
+// naming the parameter and the release it needs.
 package libvirt

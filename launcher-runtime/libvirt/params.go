@@ -57,6 +57,16 @@ var paramSince = map[string]Version{
 	"migrate_disks_target_zero":   V(12, 2, 0),
 }
 
+// The libvirt release that introduced each compression method; earlier
+// releases answer "Unsupported compression method" only once the migration
+// job has started.
+var compressionSince = map[string]Version{
+	"xbzrle": V(1, 3, 4),
+	"mt":     V(1, 3, 4),
+	"zlib":   V(9, 4, 0),
+	"zstd":   V(9, 4, 0),
+}
+
 // MigrateParameters converts PreMigrationSource parameters into the
 // binding's DomainMigrateParameters for a libvirt of version lib. A scalar
 // wrapper without a value and an empty list count as unset. It fails, naming
@@ -130,7 +140,11 @@ func MigrateParameters(p *hooksv1alpha1.MigrationParams, lib Version) (*golibvir
 	if methods := p.GetCompression().GetValues(); len(methods) > 1 {
 		errs = append(errs, fmt.Errorf("%w: %q lists %d methods %q, but libvirt.org/go/libvirt v1.12005.0 passes only one; choose one method", ErrUnsupportedParam, "compression", len(methods), methods))
 	} else if len(methods) == 1 && use("compression") {
-		out.CompressionSet, out.Compression = true, methods[0]
+		if since, known := compressionSince[methods[0]]; known && lib < since {
+			errs = append(errs, fmt.Errorf("%w: %q method %q needs libvirt %s or newer, the connected libvirt is %s", ErrUnsupportedParam, "compression", methods[0], since, lib))
+		} else {
+			out.CompressionSet, out.Compression = true, methods[0]
+		}
 	}
 
 	if err := errors.Join(errs...); err != nil {

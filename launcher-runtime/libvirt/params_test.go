@@ -220,3 +220,21 @@ func TestMigrateFlagsRefusesBitsLibvirtCannotTake(t *testing.T) {
 		t.Fatalf("MigrateFlags(1<<32) error = %v, want one naming the flags", err)
 	}
 }
+
+func TestMigrateParametersRefusesCompressionMethodsNewerThanTheConnectedLibvirt(t *testing.T) {
+	for _, method := range []string{"zlib", "zstd"} {
+		p := &hooksv1alpha1.MigrationParams{Compression: l(method)}
+		_, err := MigrateParameters(p, debianLibvirt)
+		if !errors.Is(err, ErrUnsupportedParam) || !strings.Contains(err.Error(), `"`+method+`"`) || !strings.Contains(err.Error(), "9.4.0") {
+			t.Fatalf("%s on libvirt 9.0.0: error %v, want ErrUnsupportedParam naming the method and 9.4.0", method, err)
+		}
+		if got, err := MigrateParameters(p, V(9, 4, 0)); err != nil || got.Compression != method {
+			t.Fatalf("%s on libvirt 9.4.0: %+v, %v", method, got, err)
+		}
+	}
+	for _, method := range []string{"xbzrle", "mt"} {
+		if got, err := MigrateParameters(&hooksv1alpha1.MigrationParams{Compression: l(method)}, debianLibvirt); err != nil || got.Compression != method {
+			t.Fatalf("%s on libvirt 9.0.0: %+v, %v", method, got, err)
+		}
+	}
+}

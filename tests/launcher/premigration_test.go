@@ -1,7 +1,9 @@
 package launcher_test
 
 import (
+	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	golibvirt "libvirt.org/go/libvirt"
@@ -119,5 +121,39 @@ func equalParam(got, want any) bool {
 		return true
 	default:
 		return got == want
+	}
+}
+
+// libvirt 9.0 in the containers has no zlib or zstd compression method (it
+// answers "invalid argument: Unsupported compression method 'zlib'" once
+// the job started); the adapter refuses the sidecar's choice up front,
+// naming the method, and the domain stays on the source.
+func TestSidecarCompressionMethodTheConnectedLibvirtLacksFailsTheMigrationClearly(t *testing.T) {
+	ctx := testContext(t)
+	root := shortTempDir(t, "kvp-sock-")
+	startSidecar(t, sidecarBinary(t, "migration-tuner/cmd/migration-tuner"), "migration-tuner", root)
+	pl := newPipeline(t, root, plugins(t, migrationTunerPlugin(t)))
+	pair := startMigrationPair(t, ctx, disklessDomain("vm-zlib"))
+	vmi := newVMI("vm-zlib", map[string]string{
+		"plugins.example.com/migration-tuner": "true",
+		"migration.example.com/parallel":      "2",
+		"migration.example.com/compression":   "zlib",
+	})
+
+	params := &hooksv1alpha1.MigrationParams{MigrateUri: str("tcp://" + pair.target.Hostname)}
+	result, err := pl.PreMigrationSource(ctx, vmi, p2pLive, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = lrlibvirt.Migrate(ctx, pair.dom, pair.target.PeerURI(), result.Flags, result.Params)
+	if !errors.Is(err, lrlibvirt.ErrUnsupportedParam) || !strings.Contains(err.Error(), `"zlib"`) {
+		t.Fatalf("Migrate = %v, want ErrUnsupportedParam naming the zlib method", err)
+	}
+	t.Logf("refused: %v", err)
+	if state, _ := domainState(t, pair.sourceConn, pair.name); state != golibvirt.DOMAIN_RUNNING {
+		t.Fatalf("domain on the source: state %d, want running", state)
+	}
+	if state, _ := domainState(t, pair.targetConn, pair.name); state != -1 {
+		t.Fatalf("domain exists on the target: state %d", state)
 	}
 }
