@@ -5,9 +5,11 @@ go 1.26.0
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/kdomanski/iso9660 v0.4.0
+	github.com/kubevirt-plugins/framework/api v0.0.0
 	github.com/kubevirt-plugins/framework/protos v0.0.0
 	google.golang.org/grpc v1.79.3
 	google.golang.org/protobuf v1.36.12
+	k8s.io/api v0.36.3
 	kubevirt.io/api v1.9.0
 	libvirt.org/go/libvirtxml v1.12008.0
 	sigs.k8s.io/yaml v1.6.0
@@ -36,7 +38,6 @@ require (
 	golang.org/x/text v0.33.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260128011058-8636f8732409 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.36.3 // indirect
 	k8s.io/apiextensions-apiserver v0.36.3 // indirect
 	k8s.io/apimachinery v0.36.3 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
@@ -50,3 +51,5 @@ require (
 )
 
 replace github.com/kubevirt-plugins/framework/protos => ../protos
+
+replace github.com/kubevirt-plugins/framework/api => ../api

@@ -1,0 +1,256 @@
+package samples
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/yaml"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/api/plugin/v1alpha1/validation"
+)
+
+// samples lists every sample directory; a new one must be added here.
+var samples = []string{"smbios-watchdog", "cloudinit-network", "migration-tuner", "node-hook-recorder", "template"}
+
+func TestEverySampleDirectoryIsListed(t *testing.T) {
+	dockerfiles, err := filepath.Glob("*/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dockerfiles {
+		if !slices.Contains(samples, filepath.Dir(d)) {
+			t.Errorf("%s is not in the samples list of this test", filepath.Dir(d))
+		}
+	}
+}
+
+func readFile(t *testing.T, parts ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(parts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func documents(b []byte) [][]byte {
+	var out [][]byte
+	for _, d := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+		if strings.TrimSpace(d) != "" {
+			out = append(out, []byte(d))
+		}
+	}
+	return out
+}
+
+func loadPlugin(t *testing.T, dir string) *pluginv1alpha1.Plugin {
+	t.Helper()
+	p := &pluginv1alpha1.Plugin{}
+	if err := yaml.UnmarshalStrict(readFile(t, dir, "plugin.yaml"), p); err != nil {
+		t.Fatalf("%s/plugin.yaml: %v", dir, err)
+	}
+	return p
+}
+
+func TestPluginManifestsAreValid(t *testing.T) {
+	for _, dir := range samples {
+		t.Run(dir, func(t *testing.T) {
+			p := loadPlugin(t, dir)
+			if p.Name != dir {
+				t.Errorf("Plugin name %q, want the directory name %q", p.Name, dir)
+			}
+			if errs := validation.Plugin(p); len(errs) > 0 {
+				t.Errorf("Plugin invalid: %v", errs.ToAggregate())
+			}
+			for i, h := range p.Spec.LauncherHooks {
+				if h.Sidecar != nil && h.Sidecar.SocketPath != pluginv1alpha1.PluginDir(p.Name)+"hook.sock" {
+					t.Errorf("launcherHooks[%d] socket %s, want the SDK's default in the plugin directory", i, h.Sidecar.SocketPath)
+				}
+			}
+		})
+	}
+}
+
+func TestInjectionPoliciesMountOnlyThePluginDirectory(t *testing.T) {
+	for _, dir := range samples {
+		p := loadPlugin(t, dir)
+		if len(p.Spec.LauncherHooks) == 0 {
+			continue
+		}
+		t.Run(dir, func(t *testing.T) {
+			var policy *admissionv1.MutatingAdmissionPolicy
+			var binding *admissionv1.MutatingAdmissionPolicyBinding
+			for _, doc := range documents(readFile(t, dir, "injection-policy.yaml")) {
+				var meta struct{ Kind string }
+				if err := yaml.Unmarshal(doc, &meta); err != nil {
+					t.Fatal(err)
+				}
+				switch meta.Kind {
+				case "MutatingAdmissionPolicy":
+					policy = &admissionv1.MutatingAdmissionPolicy{}
+					if err := yaml.UnmarshalStrict(doc, policy); err != nil {
+						t.Fatalf("policy: %v", err)
+					}
+				case "MutatingAdmissionPolicyBinding":
+					binding = &admissionv1.MutatingAdmissionPolicyBinding{}
+					if err := yaml.UnmarshalStrict(doc, binding); err != nil {
+						t.Fatalf("binding: %v", err)
+					}
+				default:
+					t.Fatalf("unexpected kind %q", meta.Kind)
+				}
+			}
+			if policy == nil || binding == nil {
+				t.Fatal("want a MutatingAdmissionPolicy and its binding")
+			}
+			if policy.APIVersion != "admissionregistration.k8s.io/v1" || binding.Spec.PolicyName != policy.Name {
+				t.Errorf("apiVersion %s, binding to %q; want v1 and a binding to %q", policy.APIVersion, binding.Spec.PolicyName, policy.Name)
+			}
+			if !slices.ContainsFunc(p.Spec.MutatingAdmissionPolicies, func(r pluginv1alpha1.AdmissionReference) bool { return r.Name == policy.Name }) {
+				t.Errorf("Plugin does not reference its policy %s", policy.Name)
+			}
+			sel := policy.Spec.MatchConstraints.ObjectSelector
+			if sel == nil || sel.MatchLabels["kubevirt.io"] != "virt-launcher" {
+				t.Errorf("objectSelector %v, want kubevirt.io=virt-launcher", sel)
+			}
+			// The Plugin applies to the VMIs the policy injects into: the
+			// opt-in label of the condition is the one the policy matches.
+			optIn := "plugins.example.com/" + p.Name
+			if !strings.Contains(p.Spec.Condition, `"`+optIn+`"`) {
+				t.Errorf("Plugin condition %q does not test the opt-in label %s", p.Spec.Condition, optIn)
+			}
+			if !slices.ContainsFunc(policy.Spec.MatchConditions, func(c admissionv1.MatchCondition) bool { return strings.Contains(c.Expression, `"`+optIn+`"`) }) {
+				t.Errorf("no matchCondition tests the opt-in label %s", optIn)
+			}
+			if len(policy.Spec.Mutations) != 1 || policy.Spec.Mutations[0].ApplyConfiguration == nil {
+				t.Fatal("want one ApplyConfiguration mutation")
+			}
+			expr := policy.Spec.Mutations[0].ApplyConfiguration.Expression
+			for _, want := range []string{
+				`name: "` + pluginv1alpha1.SocketsVolumeName + `"`,
+				`mountPath: "` + strings.TrimSuffix(pluginv1alpha1.PluginDir(p.Name), "/") + `"`,
+				`subPath: "` + p.Name + `"`,
+				`image: "kvp-` + p.Name + `:latest"`,
+			} {
+				if !strings.Contains(expr, want) {
+					t.Errorf("mutation lacks %s", want)
+				}
+			}
+		})
+	}
+}
+
+func TestNodeHookDaemonSetServesThePluginSocket(t *testing.T) {
+	for _, dir := range samples {
+		p := loadPlugin(t, dir)
+		if len(p.Spec.NodeHooks) == 0 {
+			continue
+		}
+		t.Run(dir, func(t *testing.T) {
+			ds := &appsv1.DaemonSet{}
+			if err := yaml.UnmarshalStrict(readFile(t, dir, "daemonset.yaml"), ds); err != nil {
+				t.Fatal(err)
+			}
+			c := ds.Spec.Template.Spec.Containers[0]
+			for _, h := range p.Spec.NodeHooks {
+				if !slices.Contains(c.Args, "--socket="+h.Socket) {
+					t.Errorf("container args %v do not serve %s", c.Args, h.Socket)
+				}
+				sockDir := filepath.Dir(h.Socket)
+				ok := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+					if m.MountPath != sockDir {
+						return false
+					}
+					for _, v := range ds.Spec.Template.Spec.Volumes {
+						if v.Name == m.Name && v.HostPath != nil && v.HostPath.Path == sockDir {
+							return true
+						}
+					}
+					return false
+				})
+				if !ok {
+					t.Errorf("socket directory %s is not the same host path in the container", sockDir)
+				}
+			}
+		})
+	}
+}
+
+func TestKustomizationsListTheManifests(t *testing.T) {
+	for _, dir := range samples {
+		t.Run(dir, func(t *testing.T) {
+			var k struct {
+				Resources []string `json:"resources"`
+			}
+			if err := yaml.Unmarshal(readFile(t, dir, "kustomization.yaml"), &k); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(k.Resources, "plugin.yaml") {
+				t.Errorf("resources %v lack plugin.yaml", k.Resources)
+			}
+			for _, r := range k.Resources {
+				if _, err := os.Stat(filepath.Join(dir, r)); err != nil {
+					t.Errorf("resource %s: %v", r, err)
+				}
+			}
+			var want string
+			if len(loadPlugin(t, dir).Spec.NodeHooks) > 0 {
+				want = "daemonset.yaml"
+			} else {
+				want = "injection-policy.yaml"
+			}
+			if !slices.Contains(k.Resources, want) {
+				t.Errorf("resources %v lack %s", k.Resources, want)
+			}
+		})
+	}
+}
+
+func TestDockerfilesCopyAStaticBinaryIntoScratch(t *testing.T) {
+	for _, dir := range samples {
+		t.Run(dir, func(t *testing.T) {
+			df := readFile(t, dir, "Dockerfile")
+			for _, want := range []string{"\nFROM scratch\n", "\nCOPY bin/" + dir + " /" + dir + "\n", "CGO_ENABLED=0 go build -trimpath -o " + dir + "/bin/" + dir + " ./" + dir + "/cmd/" + dir} {
+				if !bytes.Contains(df, []byte(want)) {
+					t.Errorf("Dockerfile lacks %q", strings.TrimSpace(want))
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "cmd", dir, "main.go")); err != nil {
+				t.Errorf("no cmd/%s/main.go: %v", dir, err)
+			}
+		})
+	}
+}
+
+var flagPattern = regexp.MustCompile(`flag\.[A-Za-z]+\("([^"]+)"`)
+
+func TestReadmesDocumentEveryFlag(t *testing.T) {
+	for _, dir := range samples {
+		t.Run(dir, func(t *testing.T) {
+			readme := string(readFile(t, dir, "README.md"))
+			main := readFile(t, dir, "cmd", dir, "main.go")
+			for _, m := range flagPattern.FindAllSubmatch(main, -1) {
+				name := string(m[1])
+				dash := "--"
+				if len(name) == 1 {
+					dash = "-"
+				}
+				if !strings.Contains(readme, "`"+dash+name+"`") {
+					t.Errorf("README.md does not document flag %s%s", dash, name)
+				}
+			}
+			if !strings.Contains(readme, "CGO_ENABLED=0 go build") || !strings.Contains(readme, "docker build") {
+				t.Error("README.md lacks the build commands")
+			}
+		})
+	}
+}
