@@ -99,19 +99,22 @@ func newServer(name, path string, o options, implemented []string, register func
 	if err != nil {
 		return nil, err
 	}
-	l, err := listenUnix(path)
-	if err != nil {
+	fail := func(err error) (*Server, error) {
 		if metrics != nil {
 			o.registerer.Unregister(metrics)
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	l, err := listenUnix(path)
+	if err != nil {
+		return fail(err)
 	}
 	// The socket is removed by Serve, and only if it is still ours.
 	l.SetUnlinkOnClose(false)
 	fi, err := os.Stat(path)
 	if err != nil {
 		_ = l.Close()
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return fail(err)
 	}
 	g := grpc.NewServer(chain, grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize))
 	register(g)
