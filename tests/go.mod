@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/kubevirt-plugins/framework/api v0.0.0
+	github.com/kubevirt-plugins/framework/plugin-controller v0.0.0
 	github.com/moby/moby/api v1.56.1
 	github.com/testcontainers/testcontainers-go v0.45.0
 	k8s.io/apimachinery v0.36.3
@@ -19,8 +20,11 @@ require (
 	cel.dev/expr v0.25.2 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
+	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/google/cel-go v0.26.1 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
+	go.uber.org/multierr v1.11.0 // indirect
+	go.uber.org/zap v1.27.1 // indirect
 	golang.org/x/exp v0.0.0-20251219203646-944ab1f22d93 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
@@ -127,6 +131,7 @@ require (
 
 replace (
 	github.com/kubevirt-plugins/framework/api => ../api
+	github.com/kubevirt-plugins/framework/plugin-controller => ../plugin-controller
 	github.com/kubevirt-plugins/framework/protos => ../protos
 )
 

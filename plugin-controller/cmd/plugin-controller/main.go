@@ -23,7 +23,6 @@ import (
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
-	"github.com/kubevirt-plugins/framework/plugin-controller/internal/validation"
 	pluginreconciler "github.com/kubevirt-plugins/framework/plugin-controller/reconcilers/plugin"
 	"github.com/kubevirt-plugins/framework/plugin-controller/servingcert"
 	pluginwebhook "github.com/kubevirt-plugins/framework/plugin-controller/webhooks/plugin"
@@ -99,11 +98,21 @@ func main() {
 	}
 }
 
+// restConfig loads the configuration like ctrl.GetConfig does, including
+// its choice to leave rate limiting to the API server's priority and
+// fairness (QPS -1), from --kubeconfig when it is set.
 func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
 	}
-	return ctrl.GetConfig()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	return cfg, nil
 }
 
 func run(ctx context.Context, f *flags, logger logr.Logger) error {
@@ -121,7 +130,6 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 	if err != nil {
 		return err
 	}
-	checker := validation.CELEnv{Env: env}
 
 	opts := ctrl.Options{
 		Scheme:                        scheme,
@@ -152,7 +160,7 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 	}
 
 	if err := (&pluginreconciler.Reconciler{
-		Checker:                 checker,
+		CEL:                     env,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles,
 	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
@@ -163,7 +171,7 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 				return err
 			}
 		}
-		if err := (&pluginwebhook.Validator{Checker: checker}).SetupWebhookWithManager(mgr); err != nil {
+		if err := (&pluginwebhook.Validator{CEL: env}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
 	}

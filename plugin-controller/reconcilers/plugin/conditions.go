@@ -108,14 +108,18 @@ type transition struct {
 }
 
 // transitions lists the conditions of updated whose status differs from the
-// same type in previous, in the order of updated.
+// same type in previous, in the order of updated. A condition that appears
+// for the first time counts when it is not True, or when it is Ready: a new,
+// healthy Plugin gets one Event, not three.
 func transitions(previous, updated []metav1.Condition) []transition {
 	var out []transition
 	for _, c := range updated {
 		old := meta.FindStatusCondition(previous, c.Type)
 		switch {
 		case old == nil:
-			out = append(out, transition{condition: c})
+			if c.Status != metav1.ConditionTrue || c.Type == pluginv1alpha1.ConditionReady {
+				out = append(out, transition{condition: c})
+			}
 		case old.Status != c.Status:
 			out = append(out, transition{condition: c, from: old.Status})
 		}

@@ -131,9 +131,12 @@ func TestLastTransitionTimeMovesOnlyWhenStatusChanges(t *testing.T) {
 func TestTransitionsListNewAndChangedConditionsOnly(t *testing.T) {
 	p := &pluginv1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1}}
 	first := desiredStatus(p, observation{}, t0)
-	tr := transitions(nil, first.Conditions)
-	if len(tr) != 3 {
-		t.Fatalf("first status: %d transitions, want 3 (all new)", len(tr))
+	if tr := transitions(nil, first.Conditions); len(tr) != 1 || tr[0].condition.Type != pluginv1alpha1.ConditionReady {
+		t.Fatalf("first healthy status: transitions %+v, want Ready alone", tr)
+	}
+	broken := desiredStatus(p, observation{celErrors: field.ErrorList{celError("condition", "bad")}}, t0)
+	if tr := transitions(nil, broken.Conditions); len(tr) != 2 {
+		t.Fatalf("first broken status: transitions %+v, want Accepted and Ready", tr)
 	}
 	p.Status = first
 	second := desiredStatus(p, observation{missing: []reference{{"ValidatingAdmissionPolicy", "v"}}}, t1)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/plugin-controller/internal/validation"
 )
@@ -37,8 +38,9 @@ type Reconciler struct {
 	// Client reads Plugins and admission objects (from the manager's
 	// cache) and writes Plugin status. Required.
 	Client client.Client
-	// Checker validates CEL expressions. Required.
-	Checker validation.Checker
+	// CEL is the environment the launcher and the handler compile
+	// expressions with; its cost limit applies. Required.
+	CEL *celenv.Env
 	// Recorder emits an Event each time a condition changes status.
 	// Default: the manager's recorder named ControllerName.
 	Recorder events.EventRecorder
@@ -54,8 +56,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
-	if r.Checker == nil {
-		return fmt.Errorf("plugin reconciler: a CEL Checker is required")
+	if r.CEL == nil {
+		return fmt.Errorf("plugin reconciler: a CEL environment is required")
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(ControllerName)
@@ -111,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	obs := observation{celErrors: validation.PluginCEL(r.Checker, &p.Spec)}
+	obs := observation{celErrors: validation.PluginCEL(validation.CELEnv{Env: r.CEL}, &p.Spec)}
 	missing, err := r.missingReferences(ctx, &p.Spec)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("plugin %s: %w", p.Name, err)

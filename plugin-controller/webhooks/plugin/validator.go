@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/plugin-controller/internal/validation"
 )
@@ -19,8 +20,9 @@ const Path = "/validate-plugin-kubevirt-io-v1alpha1-plugin"
 
 // Validator checks Plugins on create and update.
 type Validator struct {
-	// Checker validates CEL expressions. Required.
-	Checker validation.Checker
+	// CEL is the environment the launcher and the handler compile
+	// expressions with; its cost limit applies. Required.
+	CEL *celenv.Env
 }
 
 var _ admission.Validator[*pluginv1alpha1.Plugin] = (*Validator)(nil)
@@ -28,8 +30,8 @@ var _ admission.Validator[*pluginv1alpha1.Plugin] = (*Validator)(nil)
 // SetupWebhookWithManager registers the validator on the manager's webhook
 // server at Path.
 func (v *Validator) SetupWebhookWithManager(mgr ctrl.Manager) error {
-	if v.Checker == nil {
-		return fmt.Errorf("plugin webhook: a CEL Checker is required")
+	if v.CEL == nil {
+		return fmt.Errorf("plugin webhook: a CEL environment is required")
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &pluginv1alpha1.Plugin{}).
 		WithValidator(v).
@@ -59,7 +61,7 @@ func (v *Validator) ValidateDelete(context.Context, *pluginv1alpha1.Plugin) (adm
 }
 
 func (v *Validator) validate(p *pluginv1alpha1.Plugin) error {
-	errs := validation.PluginCEL(v.Checker, &p.Spec)
+	errs := validation.PluginCEL(validation.CELEnv{Env: v.CEL}, &p.Spec)
 	if len(errs) == 0 {
 		return nil
 	}
