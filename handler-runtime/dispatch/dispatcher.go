@@ -1,0 +1,277 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubevirt-plugins/framework/api/celenv"
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/handler-runtime/internal/connpool"
+	"github.com/kubevirt-plugins/framework/handler-runtime/internal/keyedlock"
+	"github.com/kubevirt-plugins/framework/handler-runtime/internal/socketpath"
+	"github.com/kubevirt-plugins/framework/handler-runtime/store"
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+)
+
+// DefaultSocketRoot is where node hook sockets may lie unless the host
+// allows other roots: the host path virt-handler mounts.
+const DefaultSocketRoot = "/var/run/kubevirt/"
+
+// DefaultMaxInFlightPerSocket bounds concurrent calls to one node hook server.
+const DefaultMaxInFlightPerSocket = connpool.DefaultMaxInFlight
+
+// PluginSource provides the Plugins to dispatch to. *store.Store is one.
+type PluginSource interface {
+	Snapshot() (store.Snapshot, error)
+}
+
+var _ PluginSource = (*store.Store)(nil)
+
+// NodeContext describes the node the dispatch happens on.
+type NodeContext struct {
+	// NodeName is the Kubernetes node name.
+	NodeName string
+}
+
+// Options configures a Dispatcher.
+type Options struct {
+	// Plugins is where the Plugins come from. Required.
+	Plugins PluginSource
+	// CEL compiles and evaluates conditions; share the launcher's and the
+	// controller's settings. Default: celenv.New with its defaults.
+	CEL *celenv.Env
+	// SocketRoots are the directories node hook sockets must lie under,
+	// with no symlink in any component below the root. Default:
+	// []string{DefaultSocketRoot}.
+	SocketRoots []string
+	// MaxInFlightPerSocket bounds the calls in flight to one node hook
+	// server. Dispatches for different VMIs run concurrently; the bound is
+	// per socket so that a slow server holds up only the VMIs whose hooks
+	// call it. Default DefaultMaxInFlightPerSocket.
+	MaxInFlightPerSocket int
+	// Registerer receives the dispatch metrics. Default: none, metrics
+	// are kept but not exported.
+	Registerer prometheus.Registerer
+	// Logger receives ignored failures and, at V(4), every call. Default:
+	// discard.
+	Logger logr.Logger
+}
+
+// caller runs a gRPC call on a connection to a socket path.
+type caller interface {
+	Call(ctx context.Context, path string, fn func(context.Context, grpc.ClientConnInterface) error) error
+}
+
+// Dispatcher calls node hooks. It is safe for concurrent use.
+type Dispatcher struct {
+	plugins PluginSource
+	cel     *celenv.Env
+	sockets *socketpath.Checker
+	pool    *connpool.Pool
+	call    caller // the pool, except in comparisons of connection strategies
+	metrics *metrics
+	log     logr.Logger
+	locks   keyedlock.Locks[lockKey]
+
+	prunedRevision atomic.Uint64
+}
+
+type lockKey struct {
+	vmi   string
+	point pluginv1alpha1.NodeHookPoint
+}
+
+// New creates a Dispatcher. Close it to release its connections.
+func New(opts Options) (*Dispatcher, error) {
+	if opts.Plugins == nil {
+		return nil, errors.New("dispatch: Options.Plugins is required")
+	}
+	if opts.CEL == nil {
+		env, err := celenv.New(celenv.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: creating the CEL environment: %w", err)
+		}
+		opts.CEL = env
+	}
+	if len(opts.SocketRoots) == 0 {
+		opts.SocketRoots = []string{DefaultSocketRoot}
+	}
+	checker, err := socketpath.New(opts.SocketRoots)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	pool := connpool.New(connpool.Options{MaxInFlight: opts.MaxInFlightPerSocket})
+	return &Dispatcher{
+		plugins: opts.Plugins, cel: opts.CEL, sockets: checker,
+		pool: pool, call: pool, metrics: m, log: log,
+	}, nil
+}
+
+// Close closes the pooled connections. Dispatches after Close fail.
+func (d *Dispatcher) Close() error {
+	return d.pool.Close()
+}
+
+// Dispatch calls, in order, every node hook selected for hookPoint and vmi,
+// and returns the first failure of a hook whose failureStrategy is Fail,
+// or of any condition. With the feature gate off it calls nothing. Two
+// dispatches for the same VMI and hook point run one after the other.
+func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.NodeHookPoint,
+	vmi *kubevirtv1.VirtualMachineInstance, nodeContext NodeContext) (err error) {
+	if vmi == nil {
+		return fmt.Errorf("dispatching node hook point %s: no VMI given", hookPoint)
+	}
+	if !isNodeHookPoint(hookPoint) {
+		return fmt.Errorf("dispatching for VMI %s/%s: unknown node hook point %q", vmi.Namespace, vmi.Name, hookPoint)
+	}
+	snap, err := d.plugins.Snapshot()
+	if err != nil {
+		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: %w", hookPoint, vmi.Namespace, vmi.Name, err)
+	}
+	if !snap.Enabled {
+		return nil
+	}
+	d.prune(snap)
+
+	point := string(hookPoint)
+	start := time.Now()
+	d.metrics.inFlight.WithLabelValues(point).Inc()
+	defer func() {
+		d.metrics.inFlight.WithLabelValues(point).Dec()
+		outcome := OutcomeSuccess
+		if err != nil {
+			outcome = OutcomeError
+		}
+		d.metrics.dispatchDuration.WithLabelValues(point, outcome).Observe(time.Since(start).Seconds())
+	}()
+
+	key := lockKey{vmi: string(vmi.UID), point: hookPoint}
+	if key.vmi == "" {
+		key.vmi = vmi.Namespace + "/" + vmi.Name
+	}
+	unlock, err := d.locks.Lock(ctx, key)
+	if err != nil {
+		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: %w", hookPoint, vmi.Namespace, vmi.Name, err)
+	}
+	defer unlock()
+
+	hooks, err := selectHooks(ctx, snap.Plugins, hookPoint, vmi, d.holds)
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	vmiJSON, err := json.Marshal(vmi)
+	if err != nil {
+		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: encoding the VMI: %w", hookPoint, vmi.Namespace, vmi.Name, err)
+	}
+	req := &hooksv1alpha1.ExecuteNodeHookRequest{
+		HookPoint:   point,
+		Vmi:         vmiJSON,
+		NodeContext: &hooksv1alpha1.NodeContext{NodeName: nodeContext.NodeName},
+	}
+	for _, h := range hooks {
+		callErr := d.execute(ctx, h, hookPoint, req)
+		if callErr == nil {
+			continue
+		}
+		herr := &HookError{Plugin: h.plugin.Name, HookIndex: h.index, HookPoint: hookPoint, Socket: h.hook.Socket, Err: callErr}
+		if h.hook.EffectiveFailureStrategy() == pluginv1alpha1.Ignore && ctx.Err() == nil {
+			d.metrics.ignoredFailures.WithLabelValues(h.plugin.Name, point).Inc()
+			d.log.Info("ignoring node hook failure (failureStrategy Ignore)", "plugin", h.plugin.Name,
+				"hookIndex", h.index, "hookPoint", point, "vmi", vmi.Namespace+"/"+vmi.Name, "error", callErr.Error())
+			continue
+		}
+		return herr
+	}
+	return nil
+}
+
+// execute makes one hook call within the hook's timeout, which covers the
+// wait for a free slot on the socket as well as the call itself.
+func (d *Dispatcher) execute(ctx context.Context, h selected, point pluginv1alpha1.NodeHookPoint,
+	req *hooksv1alpha1.ExecuteNodeHookRequest) (err error) {
+	timeout := h.hook.EffectiveTimeout()
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	defer func() {
+		outcome := OutcomeSuccess
+		switch {
+		case err != nil && errors.Is(err, ErrHookTimeout):
+			outcome = OutcomeTimeout
+		case err != nil:
+			outcome = OutcomeError
+		}
+		d.metrics.callDuration.WithLabelValues(h.plugin.Name, string(point), outcome).Observe(time.Since(start).Seconds())
+		d.log.V(4).Info("node hook called", "plugin", h.plugin.Name, "hookIndex", h.index,
+			"hookPoint", string(point), "outcome", outcome, "duration", time.Since(start))
+	}()
+
+	path, err := d.sockets.Check(h.hook.Socket)
+	if err != nil {
+		return err
+	}
+	err = d.call.Call(callCtx, path, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		_, err := hooksv1alpha1.NewNodeHookServiceClient(cc).ExecuteNodeHook(ctx, req)
+		return err
+	})
+	if err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w after %s: %w", ErrHookTimeout, timeout, err)
+	}
+	return err
+}
+
+// holds evaluates a condition; an empty one always holds.
+func (d *Dispatcher) holds(ctx context.Context, expr string, vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+	if expr == "" {
+		return true, nil
+	}
+	c, err := d.cel.Condition(expr)
+	if err != nil {
+		return false, err
+	}
+	return c.Eval(ctx, vmi)
+}
+
+// prune closes connections to sockets no Plugin names any more, once per
+// store revision.
+func (d *Dispatcher) prune(snap store.Snapshot) {
+	last := d.prunedRevision.Load()
+	if last == snap.Revision || !d.prunedRevision.CompareAndSwap(last, snap.Revision) {
+		return
+	}
+	inUse := map[string]bool{}
+	for _, p := range snap.Plugins {
+		for _, h := range p.Spec.NodeHooks {
+			if path, err := d.sockets.Check(h.Socket); err == nil {
+				inUse[path] = true
+			}
+		}
+	}
+	d.pool.Forget(func(path string) bool { return inUse[path] })
+}
+
+func isNodeHookPoint(p pluginv1alpha1.NodeHookPoint) bool {
+	for _, known := range pluginv1alpha1.NodeHookPoints {
+		if p == known {
+			return true
+		}
+	}
+	return false
+}

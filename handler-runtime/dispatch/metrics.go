@@ -1,0 +1,53 @@
+package dispatch
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcomes of a node hook call, the outcome label of the call metrics.
+const (
+	OutcomeSuccess = "success"
+	OutcomeError   = "error"
+	OutcomeTimeout = "timeout"
+)
+
+type metrics struct {
+	callDuration     *prometheus.HistogramVec
+	ignoredFailures  *prometheus.CounterVec
+	dispatchDuration *prometheus.HistogramVec
+	inFlight         *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kubevirt_plugins_node_hook_call_duration_seconds",
+			Help:    "Duration of node hook calls by plugin, hook point and outcome (success, error, timeout).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"plugin", "hook_point", "outcome"}),
+		ignoredFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubevirt_plugins_node_hook_ignored_failures_total",
+			Help: "Node hook calls that failed or timed out and were ignored by failureStrategy Ignore.",
+		}, []string{"plugin", "hook_point"}),
+		dispatchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kubevirt_plugins_node_hook_dispatch_duration_seconds",
+			Help:    "Duration of whole dispatches (all selected hooks of one VMI at one hook point) by outcome (success, error).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"hook_point", "outcome"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubevirt_plugins_node_hook_dispatches_in_flight",
+			Help: "Dispatches currently running, by hook point.",
+		}, []string{"hook_point"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.callDuration, m.ignoredFailures, m.dispatchDuration, m.inFlight} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering node hook metrics (one Dispatcher per Registerer): %w", err)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,107 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubevirt-plugins/framework/handler-runtime/store"
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+)
+
+// record is one call as a test node hook server saw it.
+type record struct {
+	Server    string
+	HookPoint string
+	VMI       string
+	Node      string
+}
+
+// journal is the order in which all test servers of one test were called.
+type journal struct {
+	mu      sync.Mutex
+	records []record
+}
+
+func (j *journal) add(r record) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.records = append(j.records, r)
+}
+
+func (j *journal) all() []record {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]record(nil), j.records...)
+}
+
+// hookServer is a real NodeHookService on a Unix socket.
+type hookServer struct {
+	hooksv1alpha1.UnimplementedNodeHookServiceServer
+	name    string
+	journal *journal
+	// fail makes every call return this code.
+	fail codes.Code
+	// hold, when set, keeps every call waiting until the caller gives up.
+	hold bool
+	grpc *grpc.Server
+}
+
+func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.ExecuteNodeHookRequest) (*hooksv1alpha1.ExecuteNodeHookResponse, error) {
+	var vmi kubevirtv1.VirtualMachineInstance
+	if err := json.Unmarshal(req.Vmi, &vmi); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "vmi: %v", err)
+	}
+	s.journal.add(record{Server: s.name, HookPoint: req.HookPoint, VMI: vmi.Name, Node: req.GetNodeContext().GetNodeName()})
+	if s.hold {
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if s.fail != codes.OK {
+		return nil, status.Error(s.fail, "failing on purpose")
+	}
+	return &hooksv1alpha1.ExecuteNodeHookResponse{}, nil
+}
+
+// socketRoot is a short temporary directory standing in for /var/run/kubevirt.
+func socketRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "dsp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// serve starts s on root/<s.name>.sock and returns the socket path.
+func serve(t testing.TB, root string, s *hookServer) string {
+	t.Helper()
+	path := filepath.Join(root, s.name+".sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.grpc = grpc.NewServer()
+	hooksv1alpha1.RegisterNodeHookServiceServer(s.grpc, s)
+	go s.grpc.Serve(l)
+	t.Cleanup(s.grpc.Stop)
+	return path
+}
+
+// staticPlugins is a PluginSource with a fixed snapshot.
+type staticPlugins struct {
+	snap store.Snapshot
+	err  error
+}
+
+func (s *staticPlugins) Snapshot() (store.Snapshot, error) { return s.snap, s.err }

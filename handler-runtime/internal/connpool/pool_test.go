@@ -1,0 +1,206 @@
+package connpool
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+)
+
+// server is a real node hook server on a Unix socket that counts the
+// connections it accepted and the calls it served.
+type server struct {
+	hooksv1alpha1.UnimplementedNodeHookServiceServer
+	grpc     *grpc.Server
+	accepted atomic.Int32
+	calls    atomic.Int32
+	// block, when set, holds every call until it is closed.
+	block   chan struct{}
+	entered chan struct{}
+}
+
+type countingListener struct {
+	net.Listener
+	n *atomic.Int32
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+func startServer(t *testing.T, path string) *server {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{grpc: grpc.NewServer(), entered: make(chan struct{}, 16)}
+	hooksv1alpha1.RegisterNodeHookServiceServer(s.grpc, s)
+	go s.grpc.Serve(countingListener{l, &s.accepted})
+	t.Cleanup(s.grpc.Stop)
+	return s
+}
+
+func (s *server) ExecuteNodeHook(ctx context.Context, _ *hooksv1alpha1.ExecuteNodeHookRequest) (*hooksv1alpha1.ExecuteNodeHookResponse, error) {
+	s.calls.Add(1)
+	if s.block != nil {
+		s.entered <- struct{}{}
+		select {
+		case <-s.block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return &hooksv1alpha1.ExecuteNodeHookResponse{}, nil
+}
+
+func execute(ctx context.Context, cc grpc.ClientConnInterface) error {
+	_, err := hooksv1alpha1.NewNodeHookServiceClient(cc).ExecuteNodeHook(ctx, &hooksv1alpha1.ExecuteNodeHookRequest{HookPoint: "PreVMStart"})
+	return err
+}
+
+func socketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// countingDial counts how often the pool dials.
+func countingDial(n *atomic.Int32) func(string) (*grpc.ClientConn, error) {
+	return func(path string) (*grpc.ClientConn, error) {
+		n.Add(1)
+		return Dial(path)
+	}
+}
+
+func TestConnectionIsReusedAcrossCalls(t *testing.T) {
+	path := filepath.Join(socketDir(t), "hook.sock")
+	srv := startServer(t, path)
+	var dials atomic.Int32
+	p := New(Options{Dial: countingDial(&dials)})
+	defer p.Close()
+
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Call(context.Background(), path, execute); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := srv.calls.Load(); got != 20 {
+		t.Fatalf("server saw %d calls, want 20", got)
+	}
+	if d, a := dials.Load(), srv.accepted.Load(); d != 1 || a != 1 {
+		t.Fatalf("dials = %d, accepted connections = %d; want one of each", d, a)
+	}
+}
+
+func TestRestartedServerIsReachedOnNextCall(t *testing.T) {
+	path := filepath.Join(socketDir(t), "hook.sock")
+	first := startServer(t, path)
+	var dials atomic.Int32
+	p := New(Options{Dial: countingDial(&dials)})
+	defer p.Close()
+	if err := p.Call(context.Background(), path, execute); err != nil {
+		t.Fatal(err)
+	}
+
+	first.grpc.Stop() // closes the listener, which unlinks the socket
+	second := startServer(t, path)
+
+	if err := p.Call(context.Background(), path, execute); err != nil {
+		t.Fatalf("first call after the restart: %v", err)
+	}
+	if second.calls.Load() != 1 {
+		t.Fatalf("restarted server saw %d calls, want 1", second.calls.Load())
+	}
+	if err := p.Call(context.Background(), path, execute); err != nil {
+		t.Fatal(err)
+	}
+	if a := second.accepted.Load(); a != 1 {
+		t.Fatalf("restarted server accepted %d connections, want 1 reused", a)
+	}
+}
+
+func TestServerThatWasDownIsRedialedWhenBack(t *testing.T) {
+	path := filepath.Join(socketDir(t), "hook.sock")
+	p := New(Options{})
+	defer p.Close()
+
+	err := p.Call(context.Background(), path, execute)
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("call with no server = %v, want Unavailable", err)
+	}
+	srv := startServer(t, path)
+	if err := p.Call(context.Background(), path, execute); err != nil {
+		t.Fatalf("call once the server is up: %v", err)
+	}
+	if srv.calls.Load() != 1 {
+		t.Fatalf("server saw %d calls, want 1", srv.calls.Load())
+	}
+}
+
+func TestBusySocketQueuesOnlyItsOwnCalls(t *testing.T) {
+	dir := socketDir(t)
+	slowPath, fastPath := filepath.Join(dir, "slow.sock"), filepath.Join(dir, "fast.sock")
+	slow := startServer(t, slowPath)
+	slow.block = make(chan struct{})
+	startServer(t, fastPath)
+	p := New(Options{MaxInFlight: 1})
+	defer p.Close()
+
+	slowDone := make(chan error, 1)
+	go func() { slowDone <- p.Call(context.Background(), slowPath, execute) }()
+	<-slow.entered // the only slot of slow.sock is taken
+
+	if err := p.Call(context.Background(), fastPath, execute); err != nil {
+		t.Fatalf("call to the other socket while slow.sock is busy: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() { queued <- p.Call(ctx, slowPath, execute) }()
+	cancel()
+	if err := <-queued; !errors.Is(err, context.Canceled) {
+		t.Fatalf("queued call on the busy socket = %v, want it to wait for a slot until canceled", err)
+	}
+	if n := slow.calls.Load(); n != 1 {
+		t.Fatalf("slow server saw %d calls, want only the one holding the slot", n)
+	}
+	close(slow.block)
+	if err := <-slowDone; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClosedPoolRefusesCalls(t *testing.T) {
+	p := New(Options{})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Call(context.Background(), "/nonexistent.sock", execute); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Call after Close = %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,153 @@
+package socketpath
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// shortTempDir keeps socket paths well under sun_path's 108 bytes.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func listen(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+}
+
+func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
+	base := shortTempDir(t)
+	root := filepath.Join(base, "kv")
+	outside := filepath.Join(base, "other")
+	listen(t, filepath.Join(root, "plugins", "a.sock"))
+	listen(t, filepath.Join(outside, "b.sock"))
+	if err := os.Symlink(outside, filepath.Join(root, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "plugins", "a.sock"), filepath.Join(root, "plugins", "link.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "plugins", "file.sock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "notadir"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listen(t, filepath.Join(base, "kvx", "c.sock"))
+
+	tests := []struct {
+		name       string
+		socket     string
+		notAllowed bool // wraps ErrNotAllowed
+		notExist   bool // wraps fs.ErrNotExist
+	}{
+		{name: "socket in a subdirectory of the root", socket: root + "/plugins/a.sock"},
+		{name: "relative path", socket: "plugins/a.sock", notAllowed: true},
+		{name: "dot-dot escaping the root", socket: root + "/../other/b.sock", notAllowed: true},
+		{name: "repeated slash", socket: root + "//plugins/a.sock", notAllowed: true},
+		{name: "trailing slash", socket: root + "/plugins/a.sock/", notAllowed: true},
+		{name: "outside every root", socket: outside + "/b.sock", notAllowed: true},
+		{name: "sibling sharing the root's prefix", socket: base + "/kvx/c.sock", notAllowed: true},
+		{name: "the root itself", socket: root, notAllowed: true},
+		{name: "symlinked directory below the root", socket: root + "/linkdir/b.sock", notAllowed: true},
+		{name: "symlinked socket", socket: root + "/plugins/link.sock", notAllowed: true},
+		{name: "regular file", socket: root + "/plugins/file.sock", notAllowed: true},
+		{name: "file where a directory is expected", socket: root + "/notadir/x.sock", notAllowed: true},
+		{name: "missing socket", socket: root + "/plugins/gone.sock", notExist: true},
+	}
+	c, err := New([]string{root + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := c.Check(tt.socket)
+			switch {
+			case tt.notAllowed:
+				if !errors.Is(err, ErrNotAllowed) {
+					t.Fatalf("Check(%q) = %q, %v; want ErrNotAllowed", tt.socket, got, err)
+				}
+			case tt.notExist:
+				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotAllowed) {
+					t.Fatalf("Check(%q) = %q, %v; want a not-exist error", tt.socket, got, err)
+				}
+			default:
+				if err != nil || got != tt.socket {
+					t.Fatalf("Check(%q) = %q, %v; want the path itself", tt.socket, got, err)
+				}
+			}
+		})
+	}
+}
+
+func TestSymlinkedRootIsResolvedAndAllowed(t *testing.T) {
+	base := shortTempDir(t)
+	real := filepath.Join(base, "run", "kv")
+	listen(t, filepath.Join(real, "p", "a.sock"))
+	// Like /var/run -> /run on many hosts: the root itself goes through a link.
+	if err := os.Symlink(filepath.Join(base, "run"), filepath.Join(base, "varrun")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New([]string{filepath.Join(base, "varrun", "kv")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Check(filepath.Join(base, "varrun", "kv", "p", "a.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(real, "p", "a.sock"); got != want {
+		t.Fatalf("dial path = %q, want %q", got, want)
+	}
+}
+
+func TestSocketPathLongerThanSunPathIsRefused(t *testing.T) {
+	base := shortTempDir(t)
+	dir := base
+	for len(dir) < MaxLength {
+		dir = filepath.Join(dir, strings.Repeat("d", 20))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// No listener can bind such a path, so the check must refuse it by its
+	// length, before looking at what the file is.
+	c, err := New([]string{base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "a.sock")
+	if err := os.WriteFile(sock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Check(sock); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("Check of a %d-byte path = %v, want ErrNotAllowed", len(sock), err)
+	}
+}
+
+func TestRootsMustBeAbsolute(t *testing.T) {
+	if _, err := New([]string{"var/run/kubevirt"}); err == nil {
+		t.Fatal("New accepted a relative root")
+	}
+	if _, err := New(nil); err == nil {
+		t.Fatal("New accepted no roots")
+	}
+}
