@@ -1,0 +1,118 @@
+package launcherplugins
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/handler-runtime/store"
+)
+
+// PluginSource provides the Plugins. *store.Store is one.
+type PluginSource interface {
+	Snapshot() (store.Snapshot, error)
+}
+
+var _ PluginSource = (*store.Store)(nil)
+
+// LauncherPlugins is what one launcher is handed.
+type LauncherPlugins struct {
+	// Data is a JSON PluginList of the Plugins with launcher hooks, sorted
+	// by name, without managedFields. Decode reads it back.
+	Data []byte
+	// Generation identifies Data: equal generations mean equal data. The
+	// host resends when the generation differs from the one last sent.
+	Generation string
+}
+
+// Options configures a Selector.
+type Options struct {
+	// Plugins is where the Plugins come from. Required.
+	Plugins PluginSource
+}
+
+// Selector computes LauncherPlugins. The result is encoded once per store
+// revision and shared by every VMI. It is safe for concurrent use.
+type Selector struct {
+	plugins PluginSource
+
+	mu       sync.Mutex
+	cached   bool
+	revision uint64
+	enabled  bool
+	result   LauncherPlugins
+}
+
+// New creates a Selector.
+func New(opts Options) (*Selector, error) {
+	if opts.Plugins == nil {
+		return nil, errors.New("launcherplugins: Options.Plugins is required")
+	}
+	return &Selector{plugins: opts.Plugins}, nil
+}
+
+// LauncherPlugins returns what the launcher of vmi is handed. With the
+// feature gate off it is an empty list (with its own generation).
+func (s *Selector) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) (LauncherPlugins, error) {
+	if vmi == nil {
+		return LauncherPlugins{}, errors.New("launcher plugins: no VMI given")
+	}
+	snap, err := s.plugins.Snapshot()
+	if err != nil {
+		return LauncherPlugins{}, fmt.Errorf("launcher plugins for VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cached && s.revision == snap.Revision && s.enabled == snap.Enabled {
+		return s.result, nil
+	}
+	result, err := Encode(snap.Plugins)
+	if err != nil {
+		return LauncherPlugins{}, fmt.Errorf("launcher plugins for VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	s.cached, s.revision, s.enabled, s.result = true, snap.Revision, snap.Enabled, result
+	return result, nil
+}
+
+// Encode serializes those of plugins that have launcher hooks, sorted by
+// name, without managedFields.
+func Encode(plugins []*pluginv1alpha1.Plugin) (LauncherPlugins, error) {
+	list := pluginv1alpha1.PluginList{
+		TypeMeta: metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "PluginList"},
+		Items:    []pluginv1alpha1.Plugin{},
+	}
+	byName := func(a, b *pluginv1alpha1.Plugin) int { return strings.Compare(a.Name, b.Name) }
+	for _, p := range slices.SortedFunc(slices.Values(plugins), byName) {
+		if len(p.Spec.LauncherHooks) == 0 {
+			continue
+		}
+		c := p.DeepCopy()
+		c.ManagedFields = nil
+		c.TypeMeta = metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "Plugin"}
+		list.Items = append(list.Items, *c)
+	}
+	data, err := json.Marshal(&list)
+	if err != nil {
+		return LauncherPlugins{}, fmt.Errorf("encoding plugins: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return LauncherPlugins{Data: data, Generation: hex.EncodeToString(sum[:])}, nil
+}
+
+// Decode reads Data back into Plugins, for the launcher side.
+func Decode(data []byte) ([]pluginv1alpha1.Plugin, error) {
+	var list pluginv1alpha1.PluginList
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("decoding launcher plugins: %w", err)
+	}
+	return list.Items, nil
+}
