@@ -2,6 +2,7 @@ package samples
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,8 +13,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/api/plugin/v1alpha1/validation"
 )
@@ -250,6 +253,40 @@ func TestReadmesDocumentEveryFlag(t *testing.T) {
 			}
 			if !strings.Contains(readme, "CGO_ENABLED=0 go build") || !strings.Contains(readme, "docker build") {
 				t.Error("README.md lacks the build commands")
+			}
+		})
+	}
+}
+
+func TestPluginConditionsSelectOptedInVMIs(t *testing.T) {
+	env, err := celenv.New(celenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range samples {
+		p := loadPlugin(t, dir)
+		if p.Spec.Condition == "" {
+			continue
+		}
+		t.Run(dir, func(t *testing.T) {
+			cond, err := env.Condition(p.Spec.Condition)
+			if err != nil {
+				t.Fatalf("condition %q: %v", p.Spec.Condition, err)
+			}
+			for _, tc := range []struct {
+				labels map[string]string
+				want   bool
+			}{
+				{map[string]string{"plugins.example.com/" + p.Name: "enabled"}, true},
+				{map[string]string{"app": "db"}, false},
+				{nil, false},
+			} {
+				vmi := &kubevirtv1.VirtualMachineInstance{}
+				vmi.Labels = tc.labels
+				got, err := cond.Eval(context.Background(), vmi)
+				if err != nil || got != tc.want {
+					t.Errorf("labels %v: condition = %v, %v; want %v", tc.labels, got, err, tc.want)
+				}
 			}
 		})
 	}
