@@ -30,8 +30,8 @@ import (
 	"github.com/kubevirt-plugins/framework/label-syncer/pkg/reconcilers/vmi"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=kubevirt-plugins
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kubevirt-plugins
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=kubevirt
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kubevirt
 
 // NewManager returns a manager running both reconcilers, not yet started.
 // ctx bounds the set-up only (the Pod index registration).

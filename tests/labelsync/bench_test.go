@@ -1,0 +1,389 @@
+package labelsync
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+)
+
+// BenchmarkLabelSync creates LABELSYNC_BENCH_VMS (default 2000) VMs, each
+// with a VMI and a launcher Pod shaped like a real one, then for each Pod
+// watch mode starts a syncer and measures:
+//
+//   - initial-writes: writes while it syncs objects already in line (want 0)
+//   - heap-MiB: heap in use after GC with its caches filled, over the
+//     process's heap before it started
+//   - converge-s: from the first template change until every VMI and Pod
+//     carries the new label, changing the template of every VM
+//   - vmi-writes/VM, pod-writes/VM: successful patches per VM (want 1 each)
+//   - refused/VM: patches refused by their test (stale cache) per VM
+//   - steady-writes: writes in the 5 s after all syncs settled (want 0)
+//
+// Writes are counted by a RoundTripper on the syncer's rest.Config; events
+// are counted apart. Run it alone, once:
+//
+//	go test -run '^$' -bench BenchmarkLabelSync -benchtime 1x -timeout 60m ./labelsync/
+func BenchmarkLabelSync(b *testing.B) {
+	n := 2000
+	if v := os.Getenv("LABELSYNC_BENCH_VMS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("LABELSYNC_BENCH_VMS=%q: want a positive number", v)
+		}
+	}
+	admin := adminClient(b)
+	ns := newNamespace(b)
+	start := time.Now()
+	if err := forEach(n, 16, func(i int) error { return createRunningVM(admin, ns, i) }); err != nil {
+		b.Fatalf("creating %d VMs, VMIs and Pods: %v", n, err)
+	}
+	b.Logf("created %d VMs, %d VMIs and %d launcher Pods (with status) in %s", n, n, n, time.Since(start).Round(time.Second))
+
+	gen := 0
+	for _, mode := range []struct {
+		name  string
+		watch syncer.PodWatch
+	}{{"pods=metadata", syncer.PodWatchMetadata}, {"pods=full", syncer.PodWatchFull}} {
+		b.Run(mode.name, func(b *testing.B) {
+			for range b.N {
+				gen++
+				benchOnce(b, admin, ns, n, mode.watch, gen)
+			}
+		})
+	}
+}
+
+func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer.PodWatch, gen int) {
+	b.StopTimer()
+	writes := &writeCounter{}
+	cfg := rest.CopyConfig(server.Config)
+	cfg.QPS = -1
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: writes} }
+
+	before := heapInUse()
+	run := startSyncer(b, cfg, syncer.Options{
+		Labels:   mustFilter(b, "ops.example.com/*"),
+		PodWatch: watch,
+	}, ns)
+	// Every VMI and Pod synced once: the objects are already in line.
+	waitSyncs(b, run, float64(n), float64(n))
+	initial := writes.snapshot()
+	heap := heapInUse() - before
+
+	vmiSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetVMI})
+	podSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetPod})
+	label := strconv.Itoa(gen)
+	b.StartTimer()
+	t0 := time.Now()
+	if err := forEach(n, 16, func(i int) error {
+		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vmName(i)}}
+		patch := []byte(`{"spec":{"template":{"metadata":{"labels":{"ops.example.com/gen":"` + label + `"}}}}}`)
+		return admin.Patch(context.Background(), vm, client.RawPatch("application/merge-patch+json", patch))
+	}); err != nil {
+		b.Fatalf("changing the templates: %v", err)
+	}
+	patched := time.Since(t0)
+	waitLabelled(b, admin, ns, n, label)
+	converge := time.Since(t0)
+	b.StopTimer()
+
+	// Let the reconciles the writes themselves caused run out, then watch
+	// for writes that should not happen.
+	waitSyncs(b, run, vmiSyncs+float64(n), podSyncs+float64(n))
+	changed := writes.snapshot().minus(initial)
+	settled := writes.snapshot()
+	time.Sleep(5 * time.Second)
+	steady := writes.snapshot().minus(settled)
+	run.stop(b)
+
+	b.ReportMetric(float64(initial.total()), "initial-writes")
+	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+	b.ReportMetric(converge.Seconds(), "converge-s")
+	b.ReportMetric(patched.Seconds(), "template-patch-s")
+	b.ReportMetric(float64(changed.vmi)/float64(n), "vmi-writes/VM")
+	b.ReportMetric(float64(changed.pod)/float64(n), "pod-writes/VM")
+	b.ReportMetric(float64(changed.refused)/float64(n), "refused/VM")
+	b.ReportMetric(float64(steady.total()), "steady-writes")
+	b.Logf("%d VMs: initial writes %+v, change writes %+v, steady writes %+v, events %d, heap %.1f MiB, converged in %s (templates patched in %s)",
+		n, initial, changed, steady, writes.snapshot().events, float64(heap)/(1<<20), converge.Round(time.Millisecond), patched.Round(time.Millisecond))
+}
+
+// waitSyncs waits until the syncer finished at least vmi VMI syncs and pod
+// Pod syncs.
+func waitSyncs(b *testing.B, run *syncerRun, vmi, pod float64) {
+	b.Helper()
+	waitLong(b, "syncs done", func() error {
+		gotVMI := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetVMI})
+		gotPod := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetPod})
+		if gotVMI < vmi || gotPod < pod {
+			return fmt.Errorf("VMI syncs %v of %v, Pod syncs %v of %v", gotVMI, vmi, gotPod, pod)
+		}
+		return nil
+	})
+}
+
+// waitLabelled waits until all n VMIs and n Pods carry ops.example.com/gen=gen.
+func waitLabelled(b *testing.B, c client.Client, ns string, n int, gen string) {
+	b.Helper()
+	waitLong(b, "every VMI and Pod carries the new label", func() error {
+		for _, kind := range []string{"VirtualMachineInstanceList", "PodList"} {
+			list := &metav1.PartialObjectMetadataList{}
+			gv := corev1.SchemeGroupVersion
+			if kind == "VirtualMachineInstanceList" {
+				gv = kubevirtv1.SchemeGroupVersion
+			}
+			list.SetGroupVersionKind(gv.WithKind(kind))
+			if err := c.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{"ops.example.com/gen": gen}); err != nil {
+				return err
+			}
+			if len(list.Items) < n {
+				return fmt.Errorf("%d of %d %s items labelled", len(list.Items), n, kind)
+			}
+		}
+		return nil
+	})
+}
+
+// waitLong is eventually with a deadline sized for thousands of objects.
+func waitLong(b *testing.B, what string, check func() error) {
+	b.Helper()
+	deadline := time.Now().Add(20 * time.Minute)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func heapInUse() int64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse)
+}
+
+func adminClient(b *testing.B) client.Client {
+	b.Helper()
+	cfg := rest.CopyConfig(server.Config)
+	cfg.QPS = -1
+	c, err := client.New(cfg, client.Options{Scheme: server.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// forEach runs f(0..n-1) on workers goroutines and returns the first error.
+func forEach(n, workers int, f func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func vmName(i int) string { return fmt.Sprintf("vm-%05d", i) }
+
+// createRunningVM creates VM i, its VMI and a launcher Pod with status,
+// their metadata in line with the template.
+func createRunningVM(c client.Client, ns string, i int) error {
+	ctx := context.Background()
+	labels := map[string]string{"ops.example.com/vm-id": vmName(i), "ops.example.com/gen": "0", "app": "bench"}
+	vm := vmObject(ns, vmName(i), labels, map[string]string{"notes.example.com/owner": "team-bench"})
+	if err := c.Create(ctx, vm); err != nil {
+		return err
+	}
+	vmiLabels := map[string]string{"kubevirt.io/nodeName": "node01"}
+	for k, v := range labels {
+		vmiLabels[k] = v
+	}
+	vmi := vmiObject(vm, vmiLabels, map[string]string{"kubevirt.io/latest-observed-api-version": "v1"})
+	if err := c.Create(ctx, vmi); err != nil {
+		return err
+	}
+	pod := launcherPodObject(vmi, vmiLabels, map[string]string{"kubevirt.io/domain": vm.Name, "post.hook.backup.velero.io/command": `["/usr/bin/virt-freezer", "--unfreeze"]`})
+	pod.Spec = launcherPodSpec(vm.Name)
+	if err := c.Create(ctx, pod); err != nil {
+		return err
+	}
+	pod.Status = launcherPodStatus()
+	return c.Status().Update(ctx, pod)
+}
+
+// launcherPodSpec returns a Pod spec shaped like a virt-launcher Pod's: a
+// compute container with its resources, mounts and probe, a console log
+// container, two init containers, a dozen volumes, node affinity and
+// tolerations. Its size, not its content, matters here.
+func launcherPodSpec(vmName string) corev1.PodSpec {
+	res := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("2294Mi"),
+			"devices.kubevirt.io/kvm": resource.MustParse("1"), "devices.kubevirt.io/tun": resource.MustParse("1"),
+			"devices.kubevirt.io/vhost-net": resource.MustParse("1"), corev1.ResourceEphemeralStorage: resource.MustParse("50M"),
+		},
+		Limits: corev1.ResourceList{
+			"devices.kubevirt.io/kvm": resource.MustParse("1"), "devices.kubevirt.io/tun": resource.MustParse("1"),
+			"devices.kubevirt.io/vhost-net": resource.MustParse("1"),
+		},
+	}
+	var mounts []corev1.VolumeMount
+	var volumes []corev1.Volume
+	for _, v := range []string{"private", "public", "sockets", "virt-bin-share-dir", "libvirt-runtime", "ephemeral-disks", "container-disks", "hotplug-disks", "hotplug-disks-private", "cloudinitdisk-udata", "sidecar-sockets", "kubevirt-plugin-sockets"} {
+		mounts = append(mounts, corev1.VolumeMount{Name: v, MountPath: "/var/run/kubevirt/" + v})
+		volumes = append(volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	var env []corev1.EnvVar
+	for _, e := range []string{"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "POD_NAME", "KUBEVIRT_RESOURCE_NAME_" + strings.ToUpper(strings.ReplaceAll(vmName, "-", "_"))} {
+		env = append(env, corev1.EnvVar{Name: e, Value: "/var/run/kubevirt-private/" + strings.ToLower(e)})
+	}
+	nonRoot := true
+	user := int64(107)
+	secCtx := &corev1.SecurityContext{
+		RunAsNonRoot: &nonRoot, RunAsUser: &user,
+		Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}, Drop: []corev1.Capability{"ALL"}},
+	}
+	return corev1.PodSpec{
+		InitContainers: []corev1.Container{
+			{Name: "container-disk-binary", Image: "virt-launcher:bench", Command: []string{"/usr/bin/cp", "/usr/bin/container-disk", "/init/usr/bin/container-disk"}, VolumeMounts: mounts[:2], SecurityContext: secCtx},
+			{Name: "volumecontainerdisk-init", Image: "containerdisk:bench", Command: []string{"/usr/bin/container-disk"}, Args: []string{"--no-op"}, VolumeMounts: mounts[5:7], SecurityContext: secCtx},
+		},
+		Containers: []corev1.Container{
+			{
+				Name: "compute", Image: "virt-launcher:bench",
+				Command: []string{"/usr/bin/virt-launcher-monitor", "--qemu-timeout", "323s", "--name", vmName, "--uid", "00000000-0000-0000-0000-000000000000", "--namespace", "bench", "--kubevirt-share-dir", "/var/run/kubevirt", "--ephemeral-disk-dir", "/var/run/kubevirt-ephemeral-disks", "--container-disk-dir", "/var/run/kubevirt/container-disks", "--grace-period-seconds", "45", "--hook-sidecars", "0", "--ovmf-path", "/usr/share/OVMF", "--run-as-nonroot"},
+				Env:          env,
+				Resources:    res,
+				VolumeMounts: mounts,
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/var/run/kubevirt-infra/healthy"}}},
+					InitialDelaySeconds: 4, PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 5,
+				},
+				SecurityContext: secCtx,
+			},
+			{Name: "guest-console-log", Image: "virt-launcher:bench", Command: []string{"/usr/bin/virt-tail"}, Args: []string{"--logfile", "/var/run/kubevirt-private/console.log"}, VolumeMounts: mounts[:1], SecurityContext: secCtx},
+		},
+		Volumes:       volumes,
+		NodeSelector:  map[string]string{"kubevirt.io/schedulable": "true", "cpu-vendor.node.kubevirt.io/Intel": "true", "cpu-model.node.kubevirt.io/Skylake-Client-IBRS": "true"},
+		Tolerations:   []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}, {Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
+		Hostname:      vmName,
+		RestartPolicy: corev1.RestartPolicyNever,
+		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "node-role.kubernetes.io/worker", Operator: corev1.NodeSelectorOpExists}}}},
+		}}},
+	}
+}
+
+// launcherPodStatus returns the status of a running launcher Pod.
+func launcherPodStatus() corev1.PodStatus {
+	now := metav1.Now()
+	var conds []corev1.PodCondition
+	for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady, "kubevirt.io/virtual-machine-unpaused"} {
+		conds = append(conds, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	var statuses []corev1.ContainerStatus
+	for _, c := range []string{"compute", "guest-console-log"} {
+		statuses = append(statuses, corev1.ContainerStatus{
+			Name: c, Ready: true, Image: "virt-launcher:bench", ImageID: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			ContainerID: "containerd://0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		})
+	}
+	return corev1.PodStatus{
+		Phase: corev1.PodRunning, Conditions: conds, ContainerStatuses: statuses,
+		HostIP: "10.0.0.1", PodIP: "10.244.1.17", PodIPs: []corev1.PodIP{{IP: "10.244.1.17"}}, QOSClass: corev1.PodQOSBurstable, StartTime: &now,
+	}
+}
+
+// writeCounter counts the syncer's writes by target.
+type writeCounter struct {
+	mu sync.Mutex
+	w  writes
+}
+
+type writes struct {
+	vmi, pod, events, other, refused int
+}
+
+func (w writes) total() int { return w.vmi + w.pod + w.other + w.refused }
+
+func (w writes) minus(o writes) writes {
+	return writes{w.vmi - o.vmi, w.pod - o.pod, w.events - o.events, w.other - o.other, w.refused - o.refused}
+}
+
+func (c *writeCounter) snapshot() writes {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.w
+}
+
+// countingTransport counts mutating requests: successful VMI and Pod
+// patches, refused ones, events, and anything else.
+type countingTransport struct {
+	next http.RoundTripper
+	c    *writeCounter
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if req.Method == http.MethodGet {
+		return resp, err
+	}
+	ok := err == nil && resp.StatusCode < 300
+	p := req.URL.Path
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	switch {
+	case strings.Contains(p, "/events"):
+		t.c.w.events++
+	case !ok:
+		t.c.w.refused++
+	case req.Method == http.MethodPatch && strings.Contains(p, "/virtualmachineinstances/"):
+		t.c.w.vmi++
+	case req.Method == http.MethodPatch && strings.Contains(p, "/pods/"):
+		t.c.w.pod++
+	default:
+		t.c.w.other++
+	}
+	return resp, err
+}
