@@ -291,7 +291,7 @@ func launcherPodSpec(vmName string) corev1.PodSpec {
 		Containers: []corev1.Container{
 			{
 				Name: "compute", Image: "virt-launcher:bench",
-				Command: []string{"/usr/bin/virt-launcher-monitor", "--qemu-timeout", "323s", "--name", vmName, "--uid", "00000000-0000-0000-0000-000000000000", "--namespace", "bench", "--kubevirt-share-dir", "/var/run/kubevirt", "--ephemeral-disk-dir", "/var/run/kubevirt-ephemeral-disks", "--container-disk-dir", "/var/run/kubevirt/container-disks", "--grace-period-seconds", "45", "--hook-sidecars", "0", "--ovmf-path", "/usr/share/OVMF", "--run-as-nonroot"},
+				Command:      []string{"/usr/bin/virt-launcher-monitor", "--qemu-timeout", "323s", "--name", vmName, "--uid", "00000000-0000-0000-0000-000000000000", "--namespace", "bench", "--kubevirt-share-dir", "/var/run/kubevirt", "--ephemeral-disk-dir", "/var/run/kubevirt-ephemeral-disks", "--container-disk-dir", "/var/run/kubevirt/container-disks", "--grace-period-seconds", "45", "--hook-sidecars", "0", "--ovmf-path", "/usr/share/OVMF", "--run-as-nonroot"},
 				Env:          env,
 				Resources:    res,
 				VolumeMounts: mounts,

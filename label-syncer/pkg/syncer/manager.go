@@ -67,7 +67,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 		Logger: opts.Logger,
 		Cache: cache.Options{
 			DefaultNamespaces: namespaces,
-			DefaultTransform: cache.TransformStripManagedFields(),
+			DefaultTransform:  cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
 				// Only Pods that can be launcher Pods: the reconciler finds
 				// them by this label, so no other Pod is worth holding.
