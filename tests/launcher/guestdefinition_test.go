@@ -25,28 +25,17 @@ spec:
       expression: 'Domain{Title: "gold " + vmi.Name, Memory: DomainMemory{Value: 96u, Unit: "MiB"}}'
 `
 
-const smbiosWatchdogPlugin = `
-apiVersion: plugin.kubevirt.io/v1alpha1
-kind: Plugin
-metadata:
-  name: smbios-watchdog
-spec:
-  launcherHooks:
-  - sidecar:
-      socketPath: /var/run/kubevirt-plugin/smbios-watchdog/hook.sock
-      permittedHooks: [GuestDefinition]
-`
-
 func TestDomainChangedByCELAndSidecarBootsWithBothChanges(t *testing.T) {
 	ctx := testContext(t)
 	root := shortTempDir(t, "kvp-sock-")
 	startSidecar(t, sidecarBinary(t, "smbios-watchdog/cmd/smbios-watchdog"), "smbios-watchdog", root)
-	p := newPipeline(t, root, plugins(t, celMemoryPlugin, smbiosWatchdogPlugin))
+	p := newPipeline(t, root, plugins(t, celMemoryPlugin, samplePlugin(t, "smbios-watchdog")))
 	vmi := newVMI("vm-gold", map[string]string{
-		"tier":                            "gold",
-		"smbios.example.com/manufacturer": "Acme",
-		"smbios.example.com/serial":       "SN-0042",
-		"watchdog.example.com/action":     "reset",
+		"tier":                                "gold",
+		"plugins.example.com/smbios-watchdog": "true",
+		"smbios.example.com/manufacturer":     "Acme",
+		"smbios.example.com/serial":           "SN-0042",
+		"watchdog.example.com/action":         "reset",
 	})
 
 	domain, err := p.GuestDefinition(ctx, vmi, disklessDomain("vm-gold"), pipeline.Boot)

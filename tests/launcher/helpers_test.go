@@ -117,6 +117,22 @@ func startSidecar(t *testing.T, bin, plugin, socketRoot string, args ...string) 
 	})
 }
 
+// samplePlugin returns the Plugin manifest a sample ships
+// (sample-sidecars/<sample>/plugin.yaml), so that the tests exercise the
+// sample as users deploy it.
+func samplePlugin(t *testing.T, sample string) string {
+	t.Helper()
+	path, err := repo.Path("sample-sidecars", sample, "plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // plugins decodes Plugin manifests.
 func plugins(t *testing.T, manifests ...string) []pluginv1alpha1.Plugin {
 	t.Helper()

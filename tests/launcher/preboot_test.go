@@ -17,7 +17,6 @@ import (
 	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
-	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
 const (
@@ -99,19 +98,6 @@ func fileSHA256(t *testing.T, path string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func cloudInitNetworkPlugin(t *testing.T) string {
-	t.Helper()
-	path, err := repo.Path("sample-sidecars", "cloudinit-network", "plugin.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestPreBootSidecarRewritesCloudInitISOBeforeTheDomainStarts(t *testing.T) {
 	ctx := testContext(t)
 	// The ISO directory is bind-mounted into the libvirtd container at the
@@ -124,7 +110,7 @@ func TestPreBootSidecarRewritesCloudInitISOBeforeTheDomainStarts(t *testing.T) {
 
 	root := shortTempDir(t, "kvp-sock-")
 	startSidecar(t, sidecarBinary(t, "cloudinit-network/cmd/cloudinit-network"), "cloudinit-network", root)
-	p := newPipeline(t, root, plugins(t, cloudInitNetworkPlugin(t)))
+	p := newPipeline(t, root, plugins(t, samplePlugin(t, "cloudinit-network")))
 
 	vmi := newVMI("vm-cidata", map[string]string{"plugins.example.com/cloudinit-network": "true"})
 	vmi.Annotations = map[string]string{"k8s.v1.cni.cncf.io/network-status": networkStatus}

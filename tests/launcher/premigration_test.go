@@ -2,7 +2,6 @@ package launcher_test
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,22 +9,7 @@ import (
 
 	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
-	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
-
-// migrationTunerPlugin is the Plugin the sample ships.
-func migrationTunerPlugin(t *testing.T) string {
-	t.Helper()
-	path, err := repo.Path("sample-sidecars", "migration-tuner", "plugin.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *testing.T) {
 	cases := []struct {
@@ -60,7 +44,7 @@ func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *tes
 			ctx := testContext(t)
 			root := shortTempDir(t, "kvp-sock-")
 			startSidecar(t, bin, "migration-tuner", root)
-			pl := newPipeline(t, root, plugins(t, migrationTunerPlugin(t)))
+			pl := newPipeline(t, root, plugins(t, samplePlugin(t, "migration-tuner")))
 			labels := map[string]string{"plugins.example.com/migration-tuner": "true"}
 			for k, v := range tc.labels {
 				labels[k] = v
@@ -132,7 +116,7 @@ func TestSidecarCompressionMethodTheConnectedLibvirtLacksFailsTheMigrationClearl
 	ctx := testContext(t)
 	root := shortTempDir(t, "kvp-sock-")
 	startSidecar(t, sidecarBinary(t, "migration-tuner/cmd/migration-tuner"), "migration-tuner", root)
-	pl := newPipeline(t, root, plugins(t, migrationTunerPlugin(t)))
+	pl := newPipeline(t, root, plugins(t, samplePlugin(t, "migration-tuner")))
 	pair := startMigrationPair(t, ctx, disklessDomain("vm-zlib"))
 	vmi := newVMI("vm-zlib", map[string]string{
 		"plugins.example.com/migration-tuner": "true",
