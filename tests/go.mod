@@ -65,6 +65,7 @@ require (
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.18.7 // indirect
+	github.com/kubevirt-plugins/framework/handler-runtime v0.0.0
 	github.com/kubevirt-plugins/framework/label-syncer v0.0.0
 	github.com/kubevirt-plugins/framework/launcher-runtime v0.0.0
 	github.com/kubevirt-plugins/framework/protos v0.0.0
@@ -138,3 +139,5 @@ replace (
 replace github.com/kubevirt-plugins/framework/label-syncer => ../label-syncer
 
 replace github.com/kubevirt-plugins/framework/launcher-runtime => ../launcher-runtime
+
+replace github.com/kubevirt-plugins/framework/handler-runtime => ../handler-runtime

@@ -1,0 +1,196 @@
+package handler
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+)
+
+// pollTimeout bounds every wait for something to appear; it is a deadline
+// for progress, not a measurement.
+const pollTimeout = 60 * time.Second
+
+// recorder is one running node-hook-recorder container.
+type recorder struct {
+	// Socket is the recorder's socket as seen from the host.
+	Socket string
+	// Events is its events file as seen from the host.
+	Events    string
+	container *testcontainers.DockerContainer
+}
+
+// event is one line of a recorder's events file.
+type event struct {
+	Seq       uint64 `json:"seq"`
+	HookPoint string `json:"hookPoint"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	Node      string `json:"node"`
+	Failed    bool   `json:"failed"`
+}
+
+// startRecorder runs the recorder image with dir (below socketRoot)
+// bind-mounted at /data, serving dir/<socketName> and appending to
+// eventsDir/events.jsonl. Extra flags (delay, failures) follow.
+func startRecorder(t *testing.T, dir, socketName, eventsDir string, flags ...string) *recorder {
+	t.Helper()
+	hostDir := filepath.Join(socketRoot, dir)
+	if err := os.MkdirAll(hostDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	eventsHost := filepath.Join(socketRoot, eventsDir)
+	if err := os.MkdirAll(eventsHost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--socket", "/data/" + socketName, "--events-file", "/events/events.jsonl"}, flags...)
+	ctr, err := testcontainers.Run(context.Background(), recorderImage,
+		testcontainers.WithLogger(tclog.TestLogger(t)),
+		testcontainers.WithCmd(args...),
+		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.Binds = append(hc.Binds, hostDir+":/data", eventsHost+":/events")
+		}),
+	)
+	if ctr != nil {
+		t.Cleanup(func() {
+			if err := ctr.Terminate(context.Background()); err != nil {
+				t.Errorf("terminating recorder %s: %v", dir, err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatalf("starting recorder %s: %v", dir, err)
+	}
+	r := &recorder{Socket: filepath.Join(hostDir, socketName), Events: filepath.Join(eventsHost, "events.jsonl"), container: ctr}
+	eventually(t, "socket "+r.Socket+" to appear", func() bool {
+		fi, err := os.Lstat(r.Socket)
+		return err == nil && fi.Mode()&fs.ModeSocket != 0
+	})
+	return r
+}
+
+// stop stops the container gracefully; the recorder removes its socket.
+func (r *recorder) stop(t *testing.T) {
+	t.Helper()
+	if err := r.container.Stop(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// events reads the recorder's events file in file order; a missing file is
+// no events.
+func readEvents(t *testing.T, path string) []event {
+	t.Helper()
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []event
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(pollTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func newVMI(name string, labels map[string]string) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: "default", UID: k8stypes.UID("uid-" + name), Labels: labels,
+	}}
+}
+
+func nodeHook(socket string, points ...pluginv1alpha1.NodeHookPoint) pluginv1alpha1.NodeHook {
+	return pluginv1alpha1.NodeHook{Socket: socket, PermittedHooks: points}
+}
+
+func newPlugin(name, condition string, hooks ...pluginv1alpha1.NodeHook) *pluginv1alpha1.Plugin {
+	return &pluginv1alpha1.Plugin{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       pluginv1alpha1.PluginSpec{Condition: condition, NodeHooks: hooks},
+	}
+}
+
+// createPlugins creates the Plugins in the API server, waits until the
+// store sees every one of them at its new resourceVersion, and deletes
+// them all when the test ends.
+func createPlugins(t *testing.T, ps ...*pluginv1alpha1.Plugin) {
+	t.Helper()
+	t.Cleanup(func() { deleteAllPlugins(t) })
+	for _, p := range ps {
+		if err := server.Client.Create(context.Background(), p); err != nil {
+			t.Fatalf("creating Plugin %s: %v", p.Name, err)
+		}
+	}
+	waitForStore(t, ps...)
+}
+
+// waitForStore waits until the store holds each Plugin at the
+// resourceVersion the API server gave it.
+func waitForStore(t *testing.T, ps ...*pluginv1alpha1.Plugin) {
+	t.Helper()
+	eventually(t, "the store to see the Plugins", func() bool {
+		snap, err := plugins.Snapshot()
+		if err != nil {
+			return false
+		}
+		seen := map[string]string{}
+		for _, p := range snap.Plugins {
+			seen[p.Name] = p.ResourceVersion
+		}
+		for _, p := range ps {
+			if seen[p.Name] != p.ResourceVersion {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func deleteAllPlugins(t *testing.T) {
+	t.Helper()
+	if err := server.Client.DeleteAllOf(context.Background(), &pluginv1alpha1.Plugin{}); err != nil {
+		t.Errorf("deleting Plugins: %v", err)
+		return
+	}
+	eventually(t, "the store to be empty", func() bool {
+		snap, err := plugins.Snapshot()
+		return err == nil && len(snap.Plugins) == 0
+	})
+}
