@@ -1,0 +1,296 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+)
+
+const launcherNamespace = "launchers"
+
+var namespaceOnce sync.Once
+
+// ensureLauncherNamespace creates the namespace the launcher Pods go to,
+// with the default ServiceAccount Pods need (no controller-manager here
+// creates it).
+func ensureLauncherNamespace(t *testing.T) {
+	t.Helper()
+	var err error
+	namespaceOnce.Do(func() {
+		ctx := context.Background()
+		if err = admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: launcherNamespace}}); err != nil {
+			return
+		}
+		err = admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: launcherNamespace}})
+	})
+	if err != nil {
+		t.Fatalf("creating namespace %s: %v", launcherNamespace, err)
+	}
+}
+
+var launcherLabels = map[string]string{"kubevirt.io": "virt-launcher"}
+
+// launcherPod is shaped like a virt-launcher Pod with the plugin sockets
+// volume: compute mounts the whole volume; extra containers are added by
+// the caller.
+func launcherPod(name string, labels map[string]string, withVolume bool) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: launcherNamespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: new(bool),
+			Containers: []corev1.Container{{
+				Name: "compute", Image: "virt-launcher",
+				VolumeMounts: []corev1.VolumeMount{{Name: pluginv1alpha1.SocketsVolumeName, MountPath: pluginv1alpha1.SocketsRoot}},
+			}},
+		},
+	}
+	if withVolume {
+		p.Spec.Volumes = []corev1.Volume{{
+			Name: pluginv1alpha1.SocketsVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		}}
+	} else {
+		p.Spec.Containers[0].VolumeMounts = nil
+	}
+	return p
+}
+
+func sidecar(name, subPath string) corev1.Container {
+	return corev1.Container{
+		Name: name, Image: "sidecar",
+		VolumeMounts: []corev1.VolumeMount{{
+			Name: pluginv1alpha1.SocketsVolumeName, MountPath: pluginv1alpha1.PluginDir(name), SubPath: subPath,
+		}},
+	}
+}
+
+// createPod creates the Pod and registers its deletion.
+func createPod(t *testing.T, p *corev1.Pod) error {
+	t.Helper()
+	err := admin.Create(context.Background(), p)
+	if err == nil {
+		t.Cleanup(func() {
+			if err := admin.Delete(context.Background(), p); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting Pod %s: %v", p.Name, err)
+			}
+		})
+	}
+	return err
+}
+
+const policyMessage = "must mount volume kubevirt-plugin-sockets with a subPath of exactly one path segment"
+
+var subPathPolicyOnce sync.Once
+
+// applySubPathPolicy installs deploy/policies/launcher-sockets-subpath.yaml
+// and waits until the API server enforces it: the policy takes effect
+// shortly after creation, so a known-bad Pod is retried until refused.
+func applySubPathPolicy(t *testing.T) {
+	t.Helper()
+	ensureLauncherNamespace(t)
+	subPathPolicyOnce.Do(func() {
+		applyManifest(t, "deploy", "policies", "launcher-sockets-subpath.yaml")
+		i := 0
+		eventually(t, 60*time.Second, func() error {
+			i++
+			p := launcherPod(fmt.Sprintf("policy-probe-%d", i), launcherLabels, true)
+			p.Spec.Containers = append(p.Spec.Containers, sidecar("probe", ""))
+			err := createPod(t, p)
+			if err == nil {
+				return fmt.Errorf("policy not enforced yet: Pod %s admitted", p.Name)
+			}
+			if !strings.Contains(err.Error(), policyMessage) {
+				return fmt.Errorf("Pod %s refused for another reason: %w", p.Name, err)
+			}
+			return nil
+		})
+	})
+}
+
+func TestLauncherPodSidecarMustMountSocketsWithOneSegmentSubPath(t *testing.T) {
+	applySubPathPolicy(t)
+	cases := []struct {
+		name     string
+		labels   map[string]string
+		mutate   func(*corev1.Pod)
+		rejected bool
+		// refusal is the message expected; default policyMessage.
+		refusal string
+	}{
+		{name: "sidecar without subPath", labels: launcherLabels, rejected: true,
+			mutate: func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, sidecar("my-plugin", "")) }},
+		{name: "sidecar with subPath a/b", labels: launcherLabels, rejected: true,
+			mutate: func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, sidecar("my-plugin", "a/b")) }},
+		// Pod validation refuses ".." before the policy is asked.
+		{name: "sidecar with subPath ..", labels: launcherLabels, rejected: true, refusal: "must not contain '..'",
+			mutate: func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, sidecar("my-plugin", "..")) }},
+		{name: "sidecar with subPath .", labels: launcherLabels, rejected: true,
+			mutate: func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, sidecar("my-plugin", ".")) }},
+		{name: "sidecar with subPath a/", labels: launcherLabels, rejected: true,
+			mutate: func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, sidecar("my-plugin", "a/")) }},
+		{name: "sidecar with subPathExpr", labels: launcherLabels, rejected: true,
+			mutate: func(p *corev1.Pod) {
+				c := sidecar("my-plugin", "")
+				c.VolumeMounts[0].SubPathExpr = "$(POD_NAME)"
+				p.Spec.Containers = append(p.Spec.Containers, c)
+			}},
+		{name: "native sidecar (init container) without subPath", labels: launcherLabels, rejected: true,
+			mutate: func(p *corev1.Pod) {
+				always := corev1.ContainerRestartPolicyAlways
+				c := sidecar("my-plugin", "")
+				c.RestartPolicy = &always
+				p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+			}},
+		{name: "second sidecar wrong while the first is right", labels: launcherLabels, rejected: true,
+			mutate: func(p *corev1.Pod) {
+				p.Spec.Containers = append(p.Spec.Containers, sidecar("good", "good"), sidecar("bad", ""))
+			}},
+		{name: "sidecar with its plugin name as subPath", labels: launcherLabels,
+			mutate: func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, sidecar("my-plugin", "my-plugin")) }},
+		{name: "two sidecars, each in its own directory", labels: launcherLabels,
+			mutate: func(p *corev1.Pod) {
+				p.Spec.Containers = append(p.Spec.Containers, sidecar("one", "one"), sidecar("two", "two"))
+			}},
+		{name: "compute mounts the whole volume and no sidecar", labels: launcherLabels, mutate: func(*corev1.Pod) {}},
+		{name: "sidecar not mounting the volume", labels: launcherLabels,
+			mutate: func(p *corev1.Pod) {
+				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "other", Image: "other"})
+			}},
+		{name: "not a launcher Pod", labels: map[string]string{"app": "other"},
+			mutate: func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, sidecar("my-plugin", "")) }},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := launcherPod(fmt.Sprintf("subpath-%d", i), tc.labels, true)
+			tc.mutate(p)
+			err := createPod(t, p)
+			refusal := tc.refusal
+			if refusal == "" {
+				refusal = policyMessage
+			}
+			switch {
+			case tc.rejected && err == nil:
+				t.Fatal("Pod admitted")
+			case tc.rejected && !strings.Contains(err.Error(), refusal):
+				t.Fatalf("Pod refused without the policy's message: %v", err)
+			case tc.rejected:
+				t.Logf("refused: %v", err)
+			case err != nil:
+				t.Fatalf("Pod refused: %v", err)
+			}
+		})
+	}
+}
+
+func TestRefusalNamesTheOffendingContainers(t *testing.T) {
+	applySubPathPolicy(t)
+	p := launcherPod("subpath-names", launcherLabels, true)
+	p.Spec.Containers = append(p.Spec.Containers, sidecar("fine", "fine"), sidecar("nosub", ""), sidecar("nested", "x/y"))
+	err := createPod(t, p)
+	if err == nil {
+		t.Fatal("Pod admitted")
+	}
+	if !strings.Contains(err.Error(), "offending containers: nosub, nested") {
+		t.Fatalf("refusal %q does not name exactly nosub and nested", err)
+	}
+}
+
+var injectionPolicyOnce sync.Once
+
+const samplePlugin = "sample-plugin"
+
+var sampleLabels = map[string]string{"kubevirt.io": "virt-launcher", "plugins.kubevirt.io/" + samplePlugin: "true"}
+
+// applyInjectionPolicy installs the sample MutatingAdmissionPolicy and
+// waits until a matching Pod comes back with the sidecar.
+func applyInjectionPolicy(t *testing.T) {
+	t.Helper()
+	ensureLauncherNamespace(t)
+	injectionPolicyOnce.Do(func() {
+		applyManifest(t, "deploy", "policies", "sample-sidecar-injection", "mutatingadmissionpolicy.yaml")
+		i := 0
+		eventually(t, 60*time.Second, func() error {
+			i++
+			p := launcherPod(fmt.Sprintf("inject-probe-%d", i), sampleLabels, true)
+			if err := createPod(t, p); err != nil {
+				return err
+			}
+			if findContainer(p, samplePlugin) == nil {
+				return fmt.Errorf("policy not active yet: Pod %s has no %s container", p.Name, samplePlugin)
+			}
+			return nil
+		})
+	})
+}
+
+func findContainer(p *corev1.Pod, name string) *corev1.Container {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == name {
+			return &p.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+func TestSampleInjectionPolicyAddsTheSidecarWithItsPluginSubPath(t *testing.T) {
+	// With the subPath policy on too: the injected sidecar must pass it.
+	applySubPathPolicy(t)
+	applyInjectionPolicy(t)
+	p := launcherPod("inject-match", sampleLabels, true)
+	if err := createPod(t, p); err != nil {
+		t.Fatal(err)
+	}
+	var stored corev1.Pod
+	if err := admin.Get(context.Background(), client.ObjectKeyFromObject(p), &stored); err != nil {
+		t.Fatal(err)
+	}
+	c := findContainer(&stored, samplePlugin)
+	if c == nil {
+		t.Fatalf("no %s container in %v", samplePlugin, stored.Spec.Containers)
+	}
+	if len(c.VolumeMounts) != 1 {
+		t.Fatalf("sidecar mounts %v, want the sockets volume alone", c.VolumeMounts)
+	}
+	m := c.VolumeMounts[0]
+	wantPath := strings.TrimSuffix(pluginv1alpha1.PluginDir(samplePlugin), "/")
+	if m.Name != pluginv1alpha1.SocketsVolumeName || m.SubPath != samplePlugin || m.MountPath != wantPath {
+		t.Fatalf("sidecar mount %+v, want volume %s, subPath %s at %s", m, pluginv1alpha1.SocketsVolumeName, samplePlugin, wantPath)
+	}
+	if compute := findContainer(&stored, "compute"); compute == nil || len(compute.VolumeMounts) != 1 || compute.VolumeMounts[0].SubPath != "" {
+		t.Fatalf("compute container changed: %+v", compute)
+	}
+}
+
+func TestSampleInjectionPolicyLeavesOtherPodsAlone(t *testing.T) {
+	applyInjectionPolicy(t)
+	cases := []struct {
+		name       string
+		labels     map[string]string
+		withVolume bool
+	}{
+		{name: "launcher Pod of a VMI not using the plugin", labels: launcherLabels, withVolume: true},
+		{name: "plugin label on a Pod that is not a launcher", labels: map[string]string{"plugins.kubevirt.io/" + samplePlugin: "true"}, withVolume: true},
+		{name: "label value other than true", labels: map[string]string{"kubevirt.io": "virt-launcher", "plugins.kubevirt.io/" + samplePlugin: "false"}, withVolume: true},
+		{name: "launcher Pod without the sockets volume", labels: sampleLabels, withVolume: false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := launcherPod(fmt.Sprintf("inject-other-%d", i), tc.labels, tc.withVolume)
+			if err := createPod(t, p); err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Name != "compute" {
+				t.Fatalf("containers %v, want compute alone", p.Spec.Containers)
+			}
+		})
+	}
+}
