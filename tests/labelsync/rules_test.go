@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
 	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
 )
@@ -88,13 +90,15 @@ func TestConcurrentWriterOnTheVMIKeepsBothSidesKeys(t *testing.T) {
 	ctx, stopWriter := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	written := make(chan int, 1)
+	// The writer patches its own copy: Patch decodes the answer into it.
+	writerVMI := r.vmi.DeepCopy()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		n := 0
 		defer func() { written <- n }()
 		for ctx.Err() == nil {
-			if err := mergeLabels(ctx, r.vmi, map[string]any{fmt.Sprintf("writer.example.com/k-%d", n): "v"}); err != nil {
+			if err := mergeLabels(ctx, writerVMI, map[string]any{fmt.Sprintf("writer.example.com/k-%d", n): "v"}); err != nil {
 				if ctx.Err() == nil {
 					t.Errorf("writer: %v", err)
 				}
@@ -136,4 +140,68 @@ func TestConcurrentWriterOnTheVMIKeepsBothSidesKeys(t *testing.T) {
 	})
 	t.Logf("writer added %d labels; the syncer retried %v VMI patches after a failed test",
 		n, run.counter(t, "labelsync_patch_conflicts_total", map[string]string{"target": metrics.TargetVMI}))
+}
+
+// TestHandEditsOnTargetsArePutBack: sync is one way; a synced key edited or
+// added by hand on the VMI or the Pod is put back from the source.
+func TestHandEditsOnTargetsArePutBack(t *testing.T) {
+	ns := newNamespace(t)
+	r := startVM(t, ns, "vm-oneway", map[string]string{"ops.example.com/owner": "team-a"}, nil, outside)
+	startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "ops.example.com/*")}, ns)
+
+	for _, target := range []struct {
+		name string
+		obj  client.Object
+	}{{"VMI", r.vmi}, {"Pod", r.pod}} {
+		if err := mergeLabels(t.Context(), target.obj, map[string]any{"ops.example.com/owner": "by-hand", "ops.example.com/extra": "by-hand"}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "hand edits on the "+target.name+" undone", func() error {
+			return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-a", "ops.example.com/extra": ""})
+		})
+	}
+	labels, _ := templateOf(t, r)
+	if labels["ops.example.com/owner"] != "team-a" || labels["ops.example.com/extra"] != "" {
+		t.Fatalf("a target's labels flowed back to the template: %v", labels)
+	}
+}
+
+// TestOnlyLauncherPodsWithLabelAndControllerReferenceAreSynced: a Pod is
+// a launcher Pod of the VMI only with both kubevirt.io/created-by=<UID>
+// and a controller reference to the VMI; during a migration both the
+// source and the target Pod are.
+func TestOnlyLauncherPodsWithLabelAndControllerReferenceAreSynced(t *testing.T) {
+	ns := newNamespace(t)
+	r := startVM(t, ns, "vm-pods", map[string]string{"ops.example.com/owner": "team-a"}, nil, nil)
+	ctx := t.Context()
+
+	target := launcherPodObject(r.vmi, nil, nil) // migration target Pod
+	labelOnly := launcherPodObject(r.vmi, nil, nil)
+	labelOnly.OwnerReferences = nil
+	ownerOnly := launcherPodObject(r.vmi, nil, nil)
+	delete(ownerOnly.Labels, "kubevirt.io/created-by")
+	notController := launcherPodObject(r.vmi, nil, nil)
+	notController.OwnerReferences[0].Controller = new(false)
+	for _, p := range []client.Object{target, labelOnly, ownerOnly, notController} {
+		if err := server.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "ops.example.com/*")}, ns)
+	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-b"}, nil)
+	eventually(t, "both launcher Pods synced", func() error {
+		for _, p := range []client.Object{r.pod, target} {
+			labels, _, _ := current(t, p)
+			if err := want("Pod "+p.GetName(), labels, map[string]string{"ops.example.com/owner": "team-b"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, p := range []client.Object{labelOnly, ownerOnly, notController} {
+		labels, _, _ := current(t, p)
+		if err := want("Pod "+p.GetName(), labels, map[string]string{"ops.example.com/owner": ""}); err != nil {
+			t.Errorf("a Pod that is not a launcher Pod of the VMI was synced: %v", err)
+		}
+	}
 }
