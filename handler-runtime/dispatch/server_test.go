@@ -53,6 +53,10 @@ type hookServer struct {
 	fail codes.Code
 	// hold, when set, keeps every call waiting until the caller gives up.
 	hold bool
+	// release, when set, keeps every call waiting until it is closed;
+	// entered receives the VMI name of each call as it starts waiting.
+	release chan struct{}
+	entered chan string
 	grpc *grpc.Server
 }
 
@@ -65,6 +69,14 @@ func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.Exe
 	if s.hold {
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	if s.release != nil {
+		s.entered <- vmi.Name
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
 	}
 	if s.fail != codes.OK {
 		return nil, status.Error(s.fail, "failing on purpose")

@@ -27,7 +27,8 @@ var _ PluginSource = (*store.Store)(nil)
 // LauncherPlugins is what one launcher is handed.
 type LauncherPlugins struct {
 	// Data is a JSON PluginList of the Plugins with launcher hooks, sorted
-	// by name, without managedFields. Decode reads it back.
+	// by name, without managedFields. Decode reads it back. It is shared
+	// by every caller of one revision and must not be modified.
 	Data []byte
 	// Generation identifies Data: equal generations mean equal data. The
 	// host resends when the generation differs from the one last sent.

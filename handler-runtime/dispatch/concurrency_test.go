@@ -1,0 +1,85 @@
+package dispatch
+
+import (
+	"context"
+	"testing"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+)
+
+func TestSlowServerHoldsUpOnlyTheVMIsThatUseIt(t *testing.T) {
+	root := socketRoot(t)
+	j := &journal{}
+	slow := &hookServer{name: "slow", journal: j, release: make(chan struct{}), entered: make(chan string, 8)}
+	slowSock := serve(t, root, slow)
+	fastSock := serve(t, root, &hookServer{name: "fast", journal: j})
+	slowHook := nodeHook(slowSock, pluginv1alpha1.PreVMStart)
+	slowHook.Condition = `vmi.Labels["speed"] == "slow"`
+	d, _ := newDispatcher(t, root, nil,
+		plugin("fast", "", nodeHook(fastSock, pluginv1alpha1.PreVMStart)),
+		plugin("slow", "", slowHook))
+
+	slowDone := make(chan error, 1)
+	go func() {
+		slowDone <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-slow", map[string]string{"speed": "slow"}), NodeContext{})
+	}()
+	if name := <-slow.entered; name != "vm-slow" {
+		t.Fatalf("slow server entered by %s", name)
+	}
+	// vm-slow now sits in the slow server. Other VMIs that only use the
+	// fast server complete while it does.
+	for _, name := range []string{"vm-a", "vm-b", "vm-c"} {
+		if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi(name, map[string]string{"speed": "fast"}), NodeContext{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-slowDone:
+		t.Fatalf("the slow dispatch returned (%v) before its server answered", err)
+	default:
+	}
+	close(slow.release)
+	if err := <-slowDone; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDispatchesOfOneVMIAndHookPointRunOneAfterTheOther(t *testing.T) {
+	root := socketRoot(t)
+	j := &journal{}
+	srv := &hookServer{name: "s", journal: j, release: make(chan struct{}), entered: make(chan string, 8)}
+	sock := serve(t, root, srv)
+	d, _ := newDispatcher(t, root, nil, plugin("p", "", nodeHook(sock, pluginv1alpha1.PreVMStart, pluginv1alpha1.PostVMStart)))
+	v := vmi("vm", nil)
+
+	first := make(chan error, 1)
+	go func() { first <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
+	<-srv.entered
+
+	// A retry of the same event waits for the first dispatch ...
+	ctx, cancel := context.WithCancel(context.Background())
+	retry := make(chan error, 1)
+	go func() { retry <- d.Dispatch(ctx, pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
+	// ... while another hook point of the same VMI, and another VMI, go ahead.
+	other := make(chan error, 2)
+	go func() { other <- d.Dispatch(context.Background(), pluginv1alpha1.PostVMStart, v, NodeContext{}) }()
+	go func() { other <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-2", nil), NodeContext{}) }()
+	<-srv.entered
+	<-srv.entered
+	if n := len(j.all()); n != 3 {
+		t.Fatalf("server saw %d calls, want 3: the retry must not have reached it", n)
+	}
+	cancel()
+	if err := <-retry; err == nil {
+		t.Fatal("the retry ran although the first dispatch of its VMI and hook point still did")
+	}
+	close(srv.release)
+	for _, c := range []chan error{first, other, other} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(j.all()); n != 3 {
+		t.Fatalf("server saw %d calls, want 3", n)
+	}
+}
