@@ -63,7 +63,9 @@ func TestDispatchesOfOneVMIAndHookPointRunOneAfterTheOther(t *testing.T) {
 	// ... while another hook point of the same VMI, and another VMI, go ahead.
 	other := make(chan error, 2)
 	go func() { other <- d.Dispatch(context.Background(), pluginv1alpha1.PostVMStart, v, NodeContext{}) }()
-	go func() { other <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-2", nil), NodeContext{}) }()
+	go func() {
+		other <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-2", nil), NodeContext{})
+	}()
 	<-srv.entered
 	<-srv.entered
 	if n := len(j.all()); n != 3 {

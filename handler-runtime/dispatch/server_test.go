@@ -57,7 +57,7 @@ type hookServer struct {
 	// entered receives the VMI name of each call as it starts waiting.
 	release chan struct{}
 	entered chan string
-	grpc *grpc.Server
+	grpc    *grpc.Server
 }
 
 func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.ExecuteNodeHookRequest) (*hooksv1alpha1.ExecuteNodeHookResponse, error) {
