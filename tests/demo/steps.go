@@ -1,0 +1,430 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/testcontainers/testcontainers-go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	golibvirt "libvirt.org/go/libvirt"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
+	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
+)
+
+// scenario holds what the steps started and made, for the later steps and
+// for cleanup.
+type scenario struct {
+	*runner
+	opts    Options
+	cleanup cleanups
+
+	processExited map[string]chan error
+
+	tmp        string // everything on the host lives under it
+	binDir     string
+	hostRoot   string // stands in for the nodes' file system (hostPath volumes)
+	server     *apiserver.Server
+	kubeconfig string
+	nodes      [2]*libvirtd.Node
+	conns      [2]*golibvirt.Connect
+
+	vm   *kubevirtv1.VirtualMachine
+	vmi  *kubevirtv1.VirtualMachineInstance
+	pod  *corev1.Pod
+	host *podHost
+
+	launcher *launcher
+	handlers [2]*handler
+
+	bindings []sampleBinding
+}
+
+var nodeNames = [2]string{"node1", "node2"}
+
+func (s *scenario) steps() []step {
+	s.processExited = map[string]chan error{}
+	return []step{
+		{"Build the images of the sample plugins", s.buildImages},
+		{"Start a local API server with the Plugin and KubeVirt CRDs", s.startAPIServer},
+		{"Start plugin-controller and label-syncer against it", s.startControllers},
+		{"Start two libvirtd containers as the nodes node1 and node2", s.startNodes},
+		{"Apply the sample plugins and wait for their status", s.applyPlugins},
+		{"Start the node hook server (the DaemonSet's Pod)", s.startNodeHookServer},
+		{"Create the VM, its VMI and its launcher Pod", s.createVM},
+		{"Start the launcher Pod's plugin sidecars from their images", s.startSidecars},
+		{"virt-handler on node1: PreVMStart and the launcher's plugins", s.handlerPrepare},
+		{"virt-launcher: GuestDefinition (CEL hook and smbios-watchdog sidecar)", s.guestDefinition},
+		{"virt-launcher: PreBoot (cloudinit-network rewrites the NoCloud ISO)", s.preBoot},
+		{"virt-launcher: define and start the domain on node1", s.defineAndStart},
+		{"A template label change reaches the VMI and the launcher Pod", s.labelSync},
+		{"Live migration node1 -> node2 tuned by migration-tuner", s.migrate},
+		{"Stop the VM on node2", s.stop},
+		{"Node hook events, in order, from the recorder's file", s.nodeHookEvents},
+	}
+}
+
+// imageComponents are the images the scenario runs.
+var imageComponents = append(slices.Clone(samplePlugins), "node-hook-recorder")
+
+func (s *scenario) buildImages(ctx context.Context) error {
+	tmp, err := os.MkdirTemp("", "kvp-demo-")
+	if err != nil {
+		return err
+	}
+	s.tmp = tmp
+	s.cleanup.add(func() error { return os.RemoveAll(tmp) })
+	s.binDir = filepath.Join(tmp, "bin")
+	s.hostRoot = filepath.Join(tmp, "host")
+	for _, d := range []string{s.binDir, s.hostRoot} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	s.show("working directory " + tmp)
+	cmd := exec.CommandContext(ctx, filepath.Join(s.opts.Root, "hack", "images.sh"), imageComponents...)
+	cmd.Dir = s.opts.Root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("hack/images.sh: %w\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if line != "" && !strings.HasPrefix(line, "==>") {
+			s.show(line)
+		}
+	}
+	for _, c := range imageComponents {
+		ref := "kvp-" + c + ":latest"
+		err := exec.CommandContext(ctx, "docker", "image", "inspect", ref).Run()
+		s.check("image "+ref+" exists locally", err == nil, "")
+	}
+	return nil
+}
+
+func (s *scenario) startAPIServer(ctx context.Context) error {
+	server, err := apiserver.Start(apiserver.Options{WithKubeVirtCRDs: true})
+	if err != nil {
+		return err
+	}
+	s.server = server
+	s.cleanup.add(func() error { return server.Stop() })
+	s.show("kube-apiserver at " + server.Config.Host)
+	user, err := server.Env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	s.kubeconfig = filepath.Join(s.tmp, "kubeconfig")
+	if err := os.WriteFile(s.kubeconfig, kc, 0o600); err != nil {
+		return err
+	}
+	s.show("kubeconfig for the controllers: " + s.kubeconfig)
+	for _, crd := range []struct {
+		name string
+		list client.ObjectList
+	}{
+		{"plugins.plugin.kubevirt.io", &pluginv1alpha1.PluginList{}},
+		{"virtualmachines.kubevirt.io", &kubevirtv1.VirtualMachineList{}},
+		{"virtualmachineinstances.kubevirt.io", &kubevirtv1.VirtualMachineInstanceList{}},
+	} {
+		err := s.server.Client.List(ctx, crd.list)
+		s.check("CRD "+crd.name+" is served", err == nil, "%s", errText(err))
+	}
+	return nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (s *scenario) startControllers(ctx context.Context) error {
+	type ctrl struct {
+		name, module, pkg string
+		args              []string
+	}
+	ctrls := []ctrl{
+		{"plugin-controller", "plugin-controller", "./cmd/plugin-controller", []string{"--enable-webhook=false"}},
+		{"label-syncer", "label-syncer", "./cmd/label-syncer", []string{"--additional-launcher-labels-sync=" + labelSyncConfig}},
+	}
+	var wg sync.WaitGroup
+	bins := make([]string, len(ctrls))
+	errs := make([]error, len(ctrls))
+	for i, c := range ctrls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bins[i], errs[i] = s.buildBinary(ctx, c.module, c.pkg, s.binDir)
+		}()
+	}
+	wg.Wait()
+	for i, c := range ctrls {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		probe, err := freePort()
+		if err != nil {
+			return err
+		}
+		args := append([]string{"--kubeconfig=" + s.kubeconfig, "--metrics-bind-address=0",
+			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe)}, c.args...)
+		if err := s.startProcess(c.name, bins[i], args...); err != nil {
+			return err
+		}
+		s.show(fmt.Sprintf("%s %s", c.name, strings.Join(args[1:], " ")))
+		err = s.waitReady(ctx, c.name, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe))
+		if !s.check(c.name+" is ready", err == nil, "%s", errText(err)) {
+			return errCheckFailed
+		}
+	}
+	return nil
+}
+
+func (s *scenario) startNodes(ctx context.Context) error {
+	nw, err := libvirtd.NewNetwork(ctx)
+	if err != nil {
+		return err
+	}
+	s.cleanup.add(func() error { return nw.Remove(context.Background()) })
+	// The compute container's ephemeral disks, where the cloud-init ISO
+	// lies, are the same directory on both nodes, as shared storage.
+	disks := filepath.Join(s.tmp, "pod", "ephemeral-disks")
+	if err := os.MkdirAll(disks, 0o777); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	var errs [2]error
+	for i := range s.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := libvirtd.Start(ctx, libvirtd.Options{
+				Network: nw, Alias: nodeNames[i], Logger: tcLogger{s.opts.Log},
+				Binds: []string{disks + ":" + pluginv1alpha1.EphemeralDiskDir},
+			})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			s.nodes[i] = n
+		}()
+	}
+	wg.Wait()
+	for i, n := range s.nodes {
+		if n != nil {
+			s.cleanup.add(func() error { return n.Terminate(context.Background()) })
+		}
+		if errs[i] != nil {
+			return errs[i]
+		}
+	}
+	for i, n := range s.nodes {
+		conn, err := n.Connect()
+		if err != nil {
+			return err
+		}
+		s.conns[i] = conn
+		s.cleanup.add(func() error { _, err := conn.Close(); return err })
+		lib, err := conn.GetLibVersion()
+		hv, err2 := conn.GetVersion()
+		s.check(fmt.Sprintf("libvirtd on %s answers", nodeNames[i]), err == nil && err2 == nil,
+			"%s at %s, libvirt %d.%d.%d, QEMU %d.%d.%d", n.Hostname, n.URI(),
+			lib/1000000, lib/1000%1000, lib%1000, hv/1000000, hv/1000%1000, hv%1000)
+	}
+	return nil
+}
+
+func (s *scenario) applyPlugins(ctx context.Context) error {
+	c := s.server.Client
+	var objs []client.Object
+	cel, err := decodeManifests([]byte(celPluginYAML), "cel-tuning")
+	if err != nil {
+		return err
+	}
+	for _, u := range cel {
+		objs = append(objs, u)
+	}
+	for _, sample := range samplePlugins {
+		for _, f := range []string{"plugin.yaml", "injection-policy.yaml"} {
+			us, err := readManifests(s.samplePath(sample, f))
+			if err != nil {
+				return err
+			}
+			for _, u := range us {
+				// Bindings are created with the VM: createVM checks that
+				// each policy works before it relies on it.
+				if u.GetKind() == "MutatingAdmissionPolicyBinding" {
+					s.bindings = append(s.bindings, sampleBinding{sample: sample, obj: u})
+					continue
+				}
+				objs = append(objs, u)
+			}
+		}
+	}
+	// The recorder's node hook socket is a host path; on this one machine
+	// both nodes' hosts are the directory hostRoot.
+	rec, err := readManifests(s.samplePath("node-hook-recorder", "plugin.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, u := range rec {
+		var p pluginv1alpha1.Plugin
+		if err := toTyped(u, &p); err != nil {
+			return err
+		}
+		for i := range p.Spec.NodeHooks {
+			p.Spec.NodeHooks[i].Socket = filepath.Join(s.hostRoot, p.Spec.NodeHooks[i].Socket)
+		}
+		objs = append(objs, &p)
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			return fmt.Errorf("create %s %s: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+		}
+		s.show(fmt.Sprintf("created %s %s", kindOf(o), o.GetName()))
+	}
+	want := append([]string{celPluginName, "node-hook-recorder"}, samplePlugins...)
+	sort.Strings(want)
+	var plugins pluginv1alpha1.PluginList
+	err = waitFor(ctx, "every Plugin to be Ready", func() (bool, error) {
+		if err := c.List(ctx, &plugins); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, p := range plugins.Items {
+			if meta.IsStatusConditionTrue(p.Status.Conditions, pluginv1alpha1.ConditionReady) && p.Status.ObservedGeneration == p.Generation {
+				ready++
+			}
+		}
+		return ready == len(want), nil
+	})
+	s.show(fmt.Sprintf("%-20s %-9s %-6s %-9s %-28s %s", "PLUGIN", "LAUNCHER", "NODE", "ACCEPTED", "ADMISSION-REFS-RESOLVED", "READY"))
+	for _, p := range plugins.Items {
+		st := func(t string) string {
+			if c := meta.FindStatusCondition(p.Status.Conditions, t); c != nil {
+				return string(c.Status)
+			}
+			return "-"
+		}
+		s.show(fmt.Sprintf("%-20s %-9d %-6d %-9s %-28s %s", p.Name, p.Status.LauncherHooks, p.Status.NodeHooks,
+			st(pluginv1alpha1.ConditionAccepted), st(pluginv1alpha1.ConditionAdmissionReferencesResolved), st(pluginv1alpha1.ConditionReady)))
+	}
+	for _, name := range want {
+		ok := false
+		msg := "not found"
+		for _, p := range plugins.Items {
+			if p.Name == name {
+				cond := meta.FindStatusCondition(p.Status.Conditions, pluginv1alpha1.ConditionReady)
+				ok = cond != nil && cond.Status == metav1.ConditionTrue
+				msg = "no Ready condition"
+				if cond != nil {
+					msg = cond.Reason + ": " + cond.Message
+				}
+			}
+		}
+		s.check("Plugin "+name+" is Ready", ok, "%s", msg)
+	}
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+func kindOf(o client.Object) string {
+	if k := o.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	if _, ok := o.(*pluginv1alpha1.Plugin); ok {
+		return "Plugin"
+	}
+	return fmt.Sprintf("%T", o)
+}
+
+func (s *scenario) createVM(ctx context.Context) error {
+	c := s.server.Client
+	s.vm = newVM()
+	if err := c.Create(ctx, s.vm); err != nil {
+		return fmt.Errorf("create VM: %w", err)
+	}
+	s.show(fmt.Sprintf("VirtualMachine %s/%s uid %s", s.vm.Namespace, s.vm.Name, s.vm.UID))
+	s.vmi = newVMI(s.vm)
+	if err := c.Create(ctx, s.vmi); err != nil {
+		return fmt.Errorf("create VMI: %w", err)
+	}
+	s.show(fmt.Sprintf("VirtualMachineInstance %s/%s uid %s", s.vmi.Namespace, s.vmi.Name, s.vmi.UID))
+	pod, err := s.admitLauncherPod(ctx, newLauncherPod(s.vmi))
+	if err != nil {
+		return err
+	}
+	s.pod = pod
+	if err := c.Create(ctx, s.pod); err != nil {
+		return fmt.Errorf("create launcher Pod: %w", err)
+	}
+	s.show(fmt.Sprintf("Pod %s/%s uid %s (labels kubevirt.io/created-by=%s, controller ownerReference to the VMI)",
+		s.pod.Namespace, s.pod.Name, s.pod.UID, s.vmi.UID))
+	var names []string
+	for _, ctr := range s.pod.Spec.Containers {
+		names = append(names, ctr.Name)
+	}
+	s.show("containers after admission: " + strings.Join(names, ", "))
+	for _, sample := range samplePlugins {
+		s.check("the launcher Pod has the "+sample+" sidecar", slices.Contains(names, sample), "")
+	}
+	s.host = &podHost{pod: s.pod, dir: filepath.Join(s.tmp, "pod")}
+	return nil
+}
+
+func (s *scenario) startSidecars(ctx context.Context) error {
+	var wg sync.WaitGroup
+	ctrs := make([]*testcontainers.DockerContainer, len(samplePlugins))
+	errs := make([]error, len(samplePlugins))
+	for i, name := range samplePlugins {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctrs[i], errs[i] = s.runPodContainer(ctx, s.host, name, s.hostRoot)
+		}()
+	}
+	wg.Wait()
+	for i, name := range samplePlugins {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		for _, c := range s.pod.Spec.Containers {
+			if c.Name == name {
+				s.show(containerSummary(&c, ctrs[i].GetContainerID()))
+			}
+		}
+	}
+	sockets, err := s.host.volumeDir(pluginv1alpha1.SocketsVolumeName, s.hostRoot)
+	if err != nil {
+		return err
+	}
+	for _, name := range samplePlugins {
+		sock := filepath.Join(sockets, name, "hook.sock")
+		err := waitFor(ctx, "socket "+sock, func() (bool, error) {
+			fi, err := os.Stat(sock)
+			return err == nil && fi.Mode()&os.ModeSocket != 0, err
+		})
+		s.check(name+" serves its socket", err == nil, "%s", strings.TrimPrefix(sock, s.tmp+"/"))
+	}
+	return nil
+}
