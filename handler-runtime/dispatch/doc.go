@@ -11,4 +11,15 @@
 // socket. Dispatches for different VMIs run concurrently; calls to one
 // socket are bounded so that a slow server only holds up the VMIs that use
 // it.
+//
+// Metrics, registered on Options.Registerer:
+//
+//   - kubevirt_plugins_node_hook_call_duration_seconds{plugin, hook_point, outcome}:
+//     histogram of each hook call; outcome is success, error or timeout.
+//   - kubevirt_plugins_node_hook_ignored_failures_total{plugin, hook_point}:
+//     failed calls let through by failureStrategy Ignore.
+//   - kubevirt_plugins_node_hook_dispatch_duration_seconds{hook_point, outcome}:
+//     histogram of whole dispatches; outcome is success or error.
+//   - kubevirt_plugins_node_hook_dispatches_in_flight{hook_point}: dispatches
+//     running now.
 package dispatch
