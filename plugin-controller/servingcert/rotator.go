@@ -59,7 +59,7 @@ type Options struct {
 	// caBundle. Default: 5 minutes, or RenewBefore/4 if that is shorter.
 	CheckInterval time.Duration
 	// MaxCAs bounds the CAs kept in a caBundle: the current one plus
-	// earlier ones that have not expired. Default: 3.
+	// earlier ones that have not expired. Default: 4.
 	MaxCAs int
 	// Clock tells the time and drives the check interval. Default: the
 	// real clock.
@@ -105,7 +105,7 @@ func New(opts Options) (*Rotator, error) {
 		opts.CheckInterval = min(5*time.Minute, opts.RenewBefore/4)
 	}
 	if opts.MaxCAs <= 0 {
-		opts.MaxCAs = 3
+		opts.MaxCAs = 4
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}

@@ -1,0 +1,261 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubevirt-plugins/framework/tests/framework/repo"
+)
+
+// The binary runs as the controller's ServiceAccount with exactly the RBAC
+// of deploy/controller/rbac, in the namespace the manifests use.
+const (
+	controllerNamespace = "kubevirt"
+	controllerUser      = "system:serviceaccount:kubevirt:plugin-controller"
+)
+
+var rbacOnce sync.Once
+
+// controllerKubeconfig applies the generated RBAC and its bindings and
+// returns a kubeconfig authenticating as the controller's ServiceAccount.
+func controllerKubeconfig(t *testing.T) string {
+	t.Helper()
+	rbacOnce.Do(func() {
+		if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		applyManifest(t, "deploy", "controller", "rbac", "role.yaml")
+		applyManifest(t, "deploy", "controller", "rbac", "bindings.yaml")
+	})
+	user, err := server.Env.AddUser(envtest.User{Name: controllerUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+// controllerBinary builds cmd/plugin-controller once, statically, as the
+// image does.
+func controllerBinary(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "plugin-controller-bin")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		module, err := repo.Path("plugin-controller")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "plugin-controller")
+		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/plugin-controller")
+		cmd.Dir = module
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binaryErr = fmt.Errorf("building plugin-controller: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// lockedBuffer collects the process output.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type runningBinary struct {
+	probe, metrics, webhook int
+	logs                    *lockedBuffer
+}
+
+// startBinary runs the controller with args plus ports of its own, stops it
+// with SIGTERM at cleanup and checks it exits cleanly.
+func startBinary(t *testing.T, args ...string) *runningBinary {
+	t.Helper()
+	rb := &runningBinary{probe: freePort(t), metrics: freePort(t), webhook: freePort(t), logs: &lockedBuffer{}}
+	cmd := exec.Command(controllerBinary(t), append([]string{
+		"--kubeconfig", controllerKubeconfig(t),
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(rb.probe),
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(rb.metrics),
+		"--webhook-port", strconv.Itoa(rb.webhook),
+		"--leader-election-namespace", controllerNamespace,
+	}, args...)...)
+	cmd.Stdout, cmd.Stderr = rb.logs, rb.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("plugin-controller exited with %v; logs:\n%s", err, rb.logs)
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Errorf("plugin-controller did not stop on SIGTERM; logs:\n%s", rb.logs)
+		}
+		if strings.Contains(strings.ToLower(rb.logs.String()), "forbidden") {
+			t.Errorf("the generated RBAC is missing a permission; logs:\n%s", rb.logs)
+		}
+	})
+	eventually(t, 60*time.Second, func() error {
+		return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", rb.probe))
+	})
+	return rb
+}
+
+func httpOK(url string) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", url, resp.Status, body)
+	}
+	return nil
+}
+
+func TestBinaryWithSelfSignedCertsPublishesTheCAAndServesWithIt(t *testing.T) {
+	rb := startBinary(t,
+		"--leader-elect",
+		"--webhook-cert-dir", t.TempDir(),
+		"--webhook-service-name", "plugin-controller-webhook",
+		"--webhook-service-namespace", controllerNamespace,
+	)
+	ctx := context.Background()
+
+	// The caBundle of the webhook configuration trusts the served
+	// certificate for the Service's name. (The configuration is the
+	// envtest-installed one: its own CA must stay in the bundle, or the
+	// other tests' webhook calls would fail.)
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	var pool *x509.CertPool
+	eventually(t, 30*time.Second, func() error {
+		if err := admin.Get(ctx, client.ObjectKey{Name: "plugin-controller"}, &vwc); err != nil {
+			return err
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle) {
+			return fmt.Errorf("caBundle holds no certificate")
+		}
+		conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(rb.webhook)), &tls.Config{
+			RootCAs: pool, ServerName: "plugin-controller-webhook.kubevirt.svc",
+		})
+		if err != nil {
+			return fmt.Errorf("webhook certificate not trusted by the caBundle: %w", err)
+		}
+		return conn.Close()
+	})
+	if n := strings.Count(string(vwc.Webhooks[0].ClientConfig.CABundle), "BEGIN CERTIFICATE"); n != 2 {
+		t.Errorf("caBundle holds %d CAs, want the controller's and envtest's", n)
+	}
+
+	// It won the Lease and runs its reconciler.
+	eventually(t, 30*time.Second, func() error {
+		var lease coordinationv1.Lease
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: controllerNamespace, Name: "plugin-controller.plugin.kubevirt.io"}, &lease); err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			return fmt.Errorf("lease has no holder")
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", rb.metrics))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(body), `controller_runtime_active_workers{controller="plugin-controller"}`) {
+			return fmt.Errorf("metrics do not show the plugin-controller controller")
+		}
+		return nil
+	})
+	if err := httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", rb.probe)); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestBinaryWithoutWebhookRunsTheReconcilerAlone(t *testing.T) {
+	rb := startBinary(t, "--enable-webhook=false")
+	if conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(rb.webhook)), time.Second); err == nil {
+		_ = conn.Close()
+		t.Fatal("something listens on the webhook port with --enable-webhook=false")
+	}
+	if !strings.Contains(rb.logs.String(), `"webhook": false`) && !strings.Contains(rb.logs.String(), `"webhook":false`) {
+		t.Errorf("start-up log does not say the webhook is off:\n%s", rb.logs)
+	}
+}
