@@ -26,7 +26,9 @@ func Resource() schema.GroupVersionResource {
 	return pluginv1alpha1.GroupVersion.WithResource("plugins")
 }
 
-// Options configures a Store. One of Config or Client is required.
+// Options configures a Store. One of Config or Client is required. The
+// Plugin CRD must be installed for the store to become Ready; while the
+// feature gate is off, snapshots do not wait for it.
 type Options struct {
 	// Config reaches the API server. Used when Client is nil.
 	Config *rest.Config
