@@ -146,12 +146,15 @@ func (e *entry) drop(conn *grpc.ClientConn) {
 }
 
 // Forget closes and removes the connections of paths for which keep
-// returns false, for example sockets no Plugin refers to any more.
+// returns false, for example sockets no Plugin refers to any more, unless
+// calls are in flight on them.
 func (p *Pool) Forget(keep func(path string) bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for path, e := range p.entries {
-		if keep(path) {
+		if keep(path) || len(e.slots) > 0 {
+			// Calls in flight, from dispatches that began before the
+			// Plugin went away, finish on their connection.
 			continue
 		}
 		e.mu.Lock()

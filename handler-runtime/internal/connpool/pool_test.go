@@ -204,3 +204,32 @@ func TestClosedPoolRefusesCalls(t *testing.T) {
 		t.Fatalf("Call after Close = %v, want ErrClosed", err)
 	}
 }
+
+func TestForgetClosesIdleConnectionsOnly(t *testing.T) {
+	dir := socketDir(t)
+	idlePath, busyPath := filepath.Join(dir, "idle.sock"), filepath.Join(dir, "busy.sock")
+	idle := startServer(t, idlePath)
+	busy := startServer(t, busyPath)
+	busy.block = make(chan struct{})
+	var dials atomic.Int32
+	p := New(Options{Dial: countingDial(&dials)})
+	defer p.Close()
+	if err := p.Call(context.Background(), idlePath, execute); err != nil {
+		t.Fatal(err)
+	}
+	busyDone := make(chan error, 1)
+	go func() { busyDone <- p.Call(context.Background(), busyPath, execute) }()
+	<-busy.entered
+
+	p.Forget(func(string) bool { return false })
+	close(busy.block)
+	if err := <-busyDone; err != nil {
+		t.Fatalf("call in flight during Forget: %v", err)
+	}
+	if err := p.Call(context.Background(), idlePath, execute); err != nil {
+		t.Fatal(err)
+	}
+	if d, a := dials.Load(), idle.accepted.Load(); d != 3 || a != 2 {
+		t.Fatalf("dials = %d, idle server accepted %d; want the forgotten idle connection dialed again", d, a)
+	}
+}
