@@ -134,6 +134,9 @@ func (s *scenario) runPodContainer(ctx context.Context, p *podHost, name, hostRo
 	}
 	user := ""
 	readOnlyRoot := false
+	if psc := p.pod.Spec.SecurityContext; psc != nil && psc.RunAsUser != nil {
+		user = strconv.FormatInt(*psc.RunAsUser, 10)
+	}
 	if sc := c.SecurityContext; sc != nil {
 		if sc.RunAsUser != nil {
 			user = strconv.FormatInt(*sc.RunAsUser, 10)
@@ -150,6 +153,9 @@ func (s *scenario) runPodContainer(ctx context.Context, p *podHost, name, hostRo
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
 			hc.Binds = append(hc.Binds, binds...)
 			hc.ReadonlyRootfs = readOnlyRoot
+			if p.pod.Spec.HostNetwork {
+				hc.NetworkMode = "host"
+			}
 		}),
 	)
 	if ctr != nil {

@@ -6,11 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -35,49 +31,6 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// buildBinary builds a static binary of pkg inside module (a directory of
-// the repository) into dir.
-func (s *scenario) buildBinary(ctx context.Context, module, pkg, dir string) (string, error) {
-	bin := filepath.Join(dir, filepath.Base(pkg))
-	// The flags of hack/images.sh, so that both share the build cache.
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
-	cmd.Dir = filepath.Join(s.opts.Root, module)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s in %s: %w\n%s", pkg, module, err, out)
-	}
-	return bin, nil
-}
-
-// startProcess runs bin with args in the background, its output going to
-// the log, and stops it (SIGTERM, then SIGKILL after 20s) in cleanup.
-func (s *scenario) startProcess(name, bin string, args ...string) error {
-	cmd := exec.Command(bin, args...)
-	w := &prefixWriter{w: s.opts.Log, prefix: name}
-	cmd.Stdout, cmd.Stderr = w, w
-	// Its own process group: a Ctrl-C in the terminal reaches the demo,
-	// which then stops the process itself, in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	s.cleanup.add(func() error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-			return nil
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			return fmt.Errorf("%s did not stop within 20s of SIGTERM; killed", name)
-		}
-	})
-	s.processExited[name] = exited
-	return nil
-}
-
 // freePort returns a TCP port on 127.0.0.1 nobody listens on right now.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -88,9 +41,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitReady polls url until it answers 200, or the process named name
-// exits, or ctx ends.
-func (s *scenario) waitReady(ctx context.Context, name, url string) error {
+// waitReady polls url until it answers 200, or alive reports that the
+// component name is gone, or ctx ends.
+func (s *scenario) waitReady(ctx context.Context, name, url string, alive func() error) error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -101,9 +54,10 @@ func (s *scenario) waitReady(ctx context.Context, name, url string) error {
 				return nil
 			}
 		}
+		if err := alive(); err != nil {
+			return fmt.Errorf("%s stopped before it was ready: %w", name, err)
+		}
 		select {
-		case err := <-s.processExited[name]:
-			return fmt.Errorf("%s exited before it was ready: %v (its output is in the log)", name, err)
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready at %s: %w", name, url, ctx.Err())
 		case <-tick.C:

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/testcontainers/testcontainers-go"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +32,6 @@ type scenario struct {
 	*runner
 	opts    Options
 	cleanup cleanups
-
-	processExited map[string]chan error
 
 	tmp        string // everything on the host lives under it
 	binDir     string
@@ -56,11 +55,10 @@ type scenario struct {
 var nodeNames = [2]string{"node1", "node2"}
 
 func (s *scenario) steps() []step {
-	s.processExited = map[string]chan error{}
 	return []step{
-		{"Build the images of the sample plugins", s.buildImages},
+		{"Build the images of the controllers and the sample plugins", s.buildImages},
 		{"Start a local API server with the Plugin and KubeVirt CRDs", s.startAPIServer},
-		{"Start plugin-controller and label-syncer against it", s.startControllers},
+		{"Start plugin-controller and label-syncer from their images against it", s.startControllers},
 		{"Start two libvirtd containers as the nodes node1 and node2", s.startNodes},
 		{"Apply the sample plugins and wait for their status", s.applyPlugins},
 		{"Start the node hook server (the DaemonSet's Pod)", s.startNodeHookServer},
@@ -78,7 +76,7 @@ func (s *scenario) steps() []step {
 }
 
 // imageComponents are the images the scenario runs.
-var imageComponents = append(slices.Clone(samplePlugins), "node-hook-recorder")
+var imageComponents = append([]string{"plugin-controller", "label-syncer", "node-hook-recorder"}, samplePlugins...)
 
 func (s *scenario) buildImages(ctx context.Context) error {
 	tmp, err := os.MkdirTemp("", "kvp-demo-")
@@ -107,7 +105,7 @@ func (s *scenario) buildImages(ctx context.Context) error {
 		}
 	}
 	for _, c := range imageComponents {
-		ref := "kvp-" + c + ":latest"
+		ref := "kubevirt-plugins/" + c + ":dev"
 		err := exec.CommandContext(ctx, "docker", "image", "inspect", ref).Run()
 		s.check("image "+ref+" exists locally", err == nil, "")
 	}
@@ -156,41 +154,73 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// controllers are the Deployments of deploy/ the demo runs, with the
+// arguments it gives them instead of the in-cluster ones.
+var controllers = []struct {
+	name, deployment string
+	args             []string
+}{
+	{"plugin-controller", "deploy/controller/deployment.yaml", []string{"--enable-webhook=false"}},
+	{"label-syncer", "deploy/label-syncer/deployment.yaml", []string{"--additional-launcher-labels-sync=" + labelSyncConfig}},
+}
+
+// startControllers runs the controllers' images as their Deployments
+// describe them (image, user, read-only root file system, volumes), on the
+// host network so that they reach the local API server, with a kubeconfig
+// in place of the in-cluster configuration.
 func (s *scenario) startControllers(ctx context.Context) error {
-	type ctrl struct {
-		name, module, pkg string
-		args              []string
+	kc, err := os.ReadFile(s.kubeconfig)
+	if err != nil {
+		return err
 	}
-	ctrls := []ctrl{
-		{"plugin-controller", "plugin-controller", "./cmd/plugin-controller", []string{"--enable-webhook=false"}},
-		{"label-syncer", "label-syncer", "./cmd/label-syncer", []string{"--additional-launcher-labels-sync=" + labelSyncConfig}},
-	}
-	var wg sync.WaitGroup
-	bins := make([]string, len(ctrls))
-	errs := make([]error, len(ctrls))
-	for i, c := range ctrls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			bins[i], errs[i] = s.buildBinary(ctx, c.module, c.pkg, s.binDir)
-		}()
-	}
-	wg.Wait()
-	for i, c := range ctrls {
-		if errs[i] != nil {
-			return errs[i]
+	for _, c := range controllers {
+		us, err := readManifests(filepath.Join(s.opts.Root, c.deployment))
+		if err != nil {
+			return err
 		}
+		var d appsv1.Deployment
+		if len(us) != 1 {
+			return fmt.Errorf("%s: want one Deployment, found %d objects", c.deployment, len(us))
+		}
+		if err := toTyped(us[0], &d); err != nil {
+			return err
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: c.name + "-demo", Namespace: d.Namespace}, Spec: d.Spec.Template.Spec}
+		pod.Spec.HostNetwork = true
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "demo-kubeconfig", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		ctr := &pod.Spec.Containers[0]
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "demo-kubeconfig", MountPath: "/etc/demo", ReadOnly: true})
 		probe, err := freePort()
 		if err != nil {
 			return err
 		}
-		args := append([]string{"--kubeconfig=" + s.kubeconfig, "--metrics-bind-address=0",
+		ctr.Args = append([]string{"--kubeconfig=/etc/demo/kubeconfig", "--metrics-bind-address=0",
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe)}, c.args...)
-		if err := s.startProcess(c.name, bins[i], args...); err != nil {
+		host := &podHost{pod: pod, dir: filepath.Join(s.tmp, c.name+"-pod")}
+		dir, err := host.volumeDir("demo-kubeconfig", s.hostRoot)
+		if err != nil {
 			return err
 		}
-		s.show(fmt.Sprintf("%s %s", c.name, strings.Join(args[1:], " ")))
-		err = s.waitReady(ctx, c.name, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe))
+		// The image runs as a non-root user.
+		if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), kc, 0o644); err != nil {
+			return err
+		}
+		running, err := s.runPodContainer(ctx, host, ctr.Name, s.hostRoot)
+		if err != nil {
+			return err
+		}
+		s.show(fmt.Sprintf("%s (%s): %s", c.name, c.deployment, containerSummary(ctr, running.GetContainerID())))
+		alive := func() error {
+			st, err := running.State(ctx)
+			if err != nil {
+				return err
+			}
+			if !st.Running {
+				return fmt.Errorf("container exited with status %d (its output is in the log)", st.ExitCode)
+			}
+			return nil
+		}
+		err = s.waitReady(ctx, c.name, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), alive)
 		if !s.check(c.name+" is ready", err == nil, "%s", errText(err)) {
 			return errCheckFailed
 		}
