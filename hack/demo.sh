@@ -3,7 +3,8 @@
 # `make demo` runs `make setup` first, which installs and builds what is
 # missing (Debian packages, Docker engine, kube-apiserver and etcd, the
 # libvirtd image); the demo builds the sample images itself (hack/images.sh).
-# Extra arguments go to the demo command (-log FILE).
+# Extra arguments go to the demo command; the default is -log bin/demo.log
+# (the output of the controllers and containers, replaced on every run).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT/tests"
@@ -15,4 +16,5 @@ export TESTCONTAINERS_RYUK_DISABLED=true
 # started before exiting.
 log "building the demo (cgo, libvirt)"
 go build -o "${BIN}/demo" ./demo/cmd/demo
+[ $# -gt 0 ] || set -- -log "${BIN}/demo.log"
 exec "${BIN}/demo" "$@"

@@ -58,6 +58,7 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvp-images.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 
 hash_label=io.kubevirt-plugins.inputs
 rows=()

@@ -130,6 +130,9 @@ func Run(ctx context.Context, opts Options) *Result {
 			return res
 		}
 		if err := r.step(ctx, st); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("interrupted: %w", err)
+			}
 			res.Err = fmt.Errorf("step %q: %w", st.title, err)
 			return res
 		}
