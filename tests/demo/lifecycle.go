@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/pmezard/go-difflib/difflib"
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,9 +53,9 @@ type launcher struct {
 	isoPath, isoHostPath string
 }
 
-// recorderSocketDir is the host directory the recorder DaemonSet serves
-// its socket in, relative to a node's root.
-const nodeHookRoot = "/var/run/kubevirt/"
+// nodeHookRoot is the host directory virt-handler accepts node hook
+// sockets under (dispatch.DefaultSocketRoot), relative to a node's root.
+const nodeHookRoot = dispatch.DefaultSocketRoot
 
 func (s *scenario) startNodeHookServer(ctx context.Context) error {
 	us, err := readManifests(s.samplePath("node-hook-recorder", "daemonset.yaml"))
@@ -200,10 +201,6 @@ func (s *scenario) handlerPrepare(ctx context.Context) error {
 	return nil
 }
 
-func domainXML(d *libvirtxml.Domain) (string, error) {
-	return d.Marshal()
-}
-
 func unifiedDiff(before, after, fromName, toName string) string {
 	diff, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: difflib.SplitLines(before), B: difflib.SplitLines(after),
@@ -263,7 +260,7 @@ func (s *scenario) guestDefinition(ctx context.Context) error {
 		return err
 	}
 	base := baseDomain(s.launcher.isoPath)
-	before, err := domainXML(base)
+	before, err := base.Marshal()
 	if err != nil {
 		return err
 	}
@@ -271,7 +268,7 @@ func (s *scenario) guestDefinition(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	after, err := domainXML(out)
+	after, err := out.Marshal()
 	if err != nil {
 		return err
 	}
@@ -281,7 +278,7 @@ func (s *scenario) guestDefinition(ctx context.Context) error {
 	again, err := s.launcher.pipeline.GuestDefinition(ctx, vmi, out, pipeline.Boot)
 	if err == nil {
 		var x string
-		x, err = domainXML(again)
+		x, err = again.Marshal()
 		s.check("GuestDefinition is idempotent: run again on its result it changes nothing", err == nil && x == after, "%s", errText(err))
 	} else {
 		s.check("GuestDefinition is idempotent: run again on its result it changes nothing", false, "%v", err)
@@ -326,6 +323,10 @@ func (s *scenario) preBoot(ctx context.Context) error {
 		}
 	}
 	s.show("NoCloud ISO made with genisoimage: " + l.isoPath + " (compute container path)")
+	fiBefore, err := os.Stat(l.isoHostPath)
+	if err != nil {
+		return err
+	}
 	before, err := readNoCloud(l.isoHostPath)
 	if err != nil {
 		return err
@@ -341,6 +342,17 @@ func (s *scenario) preBoot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	fiAfter, err := os.Stat(l.isoHostPath)
+	if err != nil {
+		return err
+	}
+	uid := -1
+	if st, ok := fiAfter.Sys().(*syscall.Stat_t); ok {
+		uid = int(st.Uid)
+	}
+	s.check("the sidecar replaced the ISO atomically (a new file), as the qemu user, keeping its mode",
+		!os.SameFile(fiBefore, fiAfter) && uid == qemuUID && fiAfter.Mode() == fiBefore.Mode(),
+		"owner uid %d, mode %s (was %s)", uid, fiAfter.Mode(), fiBefore.Mode())
 	s.show("network-config before PreBoot:")
 	s.show(indent(string(before.files["network-config"])))
 	s.show("network-config after PreBoot (from the Pod's " + networkStatusAnnotation + " annotation):")
