@@ -191,16 +191,44 @@ func TestLauncherPodSidecarMustMountSocketsWithOneSegmentSubPath(t *testing.T) {
 	}
 }
 
+// Ephemeral containers cannot have a subPath at all, so the policy keeps
+// them (kubectl debug) away from the sockets volume altogether.
+func TestEphemeralContainerMayNotMountTheSocketsVolume(t *testing.T) {
+	applySubPathPolicy(t)
+	ctx := context.Background()
+	p := launcherPod("subpath-ephemeral", launcherLabels, true)
+	if err := createPod(t, p); err != nil {
+		t.Fatal(err)
+	}
+	debug := func(name string, mounts []corev1.VolumeMount) error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return err
+		}
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: "debug", VolumeMounts: mounts},
+		})
+		return admin.SubResource("ephemeralcontainers").Update(ctx, p)
+	}
+	err := debug("snooper", sidecar("snooper", "").VolumeMounts)
+	if err == nil || !strings.Contains(err.Error(), policyMessage) {
+		t.Fatalf("ephemeral container mounting the sockets volume: error %v, want the policy's refusal", err)
+	}
+	if err := debug("debugger", nil); err != nil {
+		t.Fatalf("ephemeral container without the sockets volume refused: %v", err)
+	}
+}
+
 func TestRefusalNamesTheOffendingContainers(t *testing.T) {
 	applySubPathPolicy(t)
 	p := launcherPod("subpath-names", launcherLabels, true)
 	p.Spec.Containers = append(p.Spec.Containers, sidecar("fine", "fine"), sidecar("nosub", ""), sidecar("nested", "x/y"))
+	p.Spec.InitContainers = []corev1.Container{sidecar("init", "")}
 	err := createPod(t, p)
 	if err == nil {
 		t.Fatal("Pod admitted")
 	}
-	if !strings.Contains(err.Error(), "offending containers: nosub, nested") {
-		t.Fatalf("refusal %q does not name exactly nosub and nested", err)
+	if !strings.Contains(err.Error(), "offending containers: nosub, nested, init") {
+		t.Fatalf("refusal %q does not name exactly nosub, nested and init", err)
 	}
 }
 
