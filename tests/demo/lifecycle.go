@@ -429,7 +429,7 @@ func (s *scenario) defineAndStart(ctx context.Context) error {
 	s.cleanup.add(func() error { return dom.Free() })
 	s.launcher.dom = dom
 	state, err := domainState(s.conns[0], domainName)
-	if !s.check("libvirt on node1 reports the domain running", err == nil && state == "running", "%s %s", state, errText(err)) {
+	if !s.check("libvirt on node1 reports the domain running", err == nil && state == "running", "%s", withErr(state, err)) {
 		return errCheckFailed
 	}
 	live, err := dom.GetXMLDesc(0)
@@ -550,8 +550,8 @@ func (s *scenario) migrate(ctx context.Context) error {
 	}
 	src, err1 := domainState(s.conns[0], domainName)
 	dst, err2 := domainState(s.conns[1], domainName)
-	s.check("libvirt on node2 reports the domain running", err2 == nil && dst == "running", "%s %s", dst, errText(err2))
-	s.check("libvirt on node1 reports it shut off after the migration", err1 == nil && src == "shut off (migrated)", "%s %s", src, errText(err1))
+	s.check("libvirt on node2 reports the domain running", err2 == nil && dst == "running", "%s", withErr(dst, err2))
+	s.check("libvirt on node1 reports it shut off after the migration", err1 == nil && src == "shut off (migrated)", "%s", withErr(src, err1))
 	s.dispatch(ctx, 1, pluginv1alpha1.PostMigrationTarget)
 	return nil
 }
@@ -569,9 +569,17 @@ func (s *scenario) stop(ctx context.Context) error {
 		return fmt.Errorf("destroy %s on node2: %w", domainName, err)
 	}
 	state, err := domainState(s.conns[1], domainName)
-	s.check("libvirt on node2 reports the domain shut off", err == nil && strings.HasPrefix(state, "shut off"), "%s %s", state, errText(err))
+	s.check("libvirt on node2 reports the domain shut off", err == nil && strings.HasPrefix(state, "shut off"), "%s", withErr(state, err))
 	s.dispatch(ctx, 1, pluginv1alpha1.PostVMStop)
 	return nil
+}
+
+// withErr is what plus the error, if any.
+func withErr(what string, err error) string {
+	if err != nil {
+		return what + ": " + err.Error()
+	}
+	return what
 }
 
 type recordedEvent struct {

@@ -31,6 +31,24 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// lineWriter calls line with every complete line written to it.
+type lineWriter struct {
+	line func(string)
+	buf  []byte
+}
+
+func (l *lineWriter) Write(b []byte) (int, error) {
+	l.buf = append(l.buf, b...)
+	for {
+		i := strings.IndexByte(string(l.buf), '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		l.line(string(l.buf[:i]))
+		l.buf = l.buf[i+1:]
+	}
+}
+
 // freePort returns a TCP port on 127.0.0.1 nobody listens on right now.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

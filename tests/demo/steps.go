@@ -95,15 +95,13 @@ func (s *scenario) buildImages(ctx context.Context) error {
 	s.show("working directory " + tmp)
 	cmd := exec.CommandContext(ctx, filepath.Join(s.opts.Root, "hack", "images.sh"), imageComponents...)
 	cmd.Dir = s.opts.Root
-	out, err := cmd.CombinedOutput()
+	// Its progress lines (stderr) as they come: a first build takes minutes.
+	cmd.Stderr = &lineWriter{line: s.show}
+	out, err := cmd.Output()
 	if err != nil {
 		return fmt.Errorf("hack/images.sh: %w\n%s", err, out)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if line != "" && !strings.HasPrefix(line, "==>") {
-			s.show(line)
-		}
-	}
+	s.show(string(out))
 	for _, c := range imageComponents {
 		ref := "kubevirt-plugins/" + c + ":dev"
 		err := exec.CommandContext(ctx, "docker", "image", "inspect", ref).Run()
