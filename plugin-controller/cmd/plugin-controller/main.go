@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -86,7 +87,10 @@ func parseFlags(args []string) (*flags, error) {
 
 func main() {
 	f, err := parseFlags(os.Args[1:])
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

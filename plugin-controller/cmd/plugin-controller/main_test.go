@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFlagDefaultsRunTheWebhookWithSelfSignedCertificates(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	f, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.enableWebhook || f.certManagement != certsSelfSigned || f.leaderElect ||
+		f.serviceNamespace != "kubevirt" || f.leaderElectionNamespace != "kubevirt" || f.webhookPort != 9443 {
+		t.Fatalf("defaults %+v", f)
+	}
+}
+
+func TestPodNamespaceIsTheDefaultNamespace(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "virt-system")
+	f, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.serviceNamespace != "virt-system" || f.leaderElectionNamespace != "virt-system" {
+		t.Fatalf("namespaces %q/%q, want virt-system", f.serviceNamespace, f.leaderElectionNamespace)
+	}
+}
+
+func TestFlagsAreParsed(t *testing.T) {
+	f, err := parseFlags([]string{"--enable-webhook=false", "--leader-elect", "--webhook-cert-management=external", "--cel-cost-limit=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.enableWebhook || !f.leaderElect || f.certManagement != certsExternal || f.celCostLimit != 5 {
+		t.Fatalf("parsed %+v", f)
+	}
+}
+
+func TestUnknownCertificateManagementIsRefused(t *testing.T) {
+	_, err := parseFlags([]string{"--webhook-cert-management=vault"})
+	if err == nil || !strings.Contains(err.Error(), `"vault"`) {
+		t.Fatalf("error %v, want one naming the bad value", err)
+	}
+}
