@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/testcontainers/testcontainers-go"
 	appsv1 "k8s.io/api/apps/v1"
@@ -307,6 +308,14 @@ func (s *scenario) applyPlugins(ctx context.Context) error {
 			}
 		}
 	}
+	// The cluster admin's policy for launcher Pods (deploy/policies).
+	pol, err := readManifests(filepath.Join(s.opts.Root, launcherPodPolicy))
+	if err != nil {
+		return err
+	}
+	for _, u := range pol {
+		objs = append(objs, u)
+	}
 	// The recorder's node hook socket is a host path; on this one machine
 	// both nodes' hosts are the directory hostRoot.
 	rec, err := readManifests(s.samplePath("node-hook-recorder", "plugin.yaml"))
@@ -417,8 +426,30 @@ func (s *scenario) createVM(ctx context.Context) error {
 		s.check("the launcher Pod has the "+sample+" sidecar", slices.Contains(names, sample), "")
 	}
 	s.host = &podHost{pod: s.pod, dir: filepath.Join(s.tmp, "pod")}
+
+	// The same Pod with a sidecar that mounts every plugin's sockets.
+	rogue := newLauncherPod(s.vmi)
+	rogue.Spec.Containers = append(rogue.Spec.Containers, corev1.Container{
+		Name: "rogue", Image: "kvp-smbios-watchdog:latest",
+		VolumeMounts: []corev1.VolumeMount{{Name: pluginv1alpha1.SocketsVolumeName, MountPath: pluginv1alpha1.SocketsRoot}},
+	})
+	wctx, cancel := context.WithTimeout(ctx, policyWait)
+	defer cancel()
+	var refusal error
+	err = waitFor(wctx, "the launcher Pod policy to refuse a sidecar without subPath", func() (bool, error) {
+		refusal = c.Create(wctx, rogue.DeepCopy(), client.DryRunAll)
+		return refusal != nil && strings.Contains(refusal.Error(), "offending containers: rogue"), refusal
+	})
+	s.check(launcherPodPolicy+" refuses a launcher Pod whose sidecar mounts the whole sockets volume", err == nil, "%s", errText(refusal))
 	return nil
 }
+
+// launcherPodPolicy is the ValidatingAdmissionPolicy deploy/ ships for
+// virt-launcher Pods.
+const launcherPodPolicy = "deploy/policies/launcher-sockets-subpath.yaml"
+
+// policyWait bounds the wait for an admission policy to take effect.
+const policyWait = time.Minute
 
 func (s *scenario) startSidecars(ctx context.Context) error {
 	var wg sync.WaitGroup
