@@ -21,6 +21,7 @@ import (
 	golibvirt "libvirt.org/go/libvirt"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
@@ -35,7 +36,6 @@ type scenario struct {
 	cleanup cleanups
 
 	tmp        string // everything on the host lives under it
-	binDir     string
 	hostRoot   string // stands in for the nodes' file system (hostPath volumes)
 	server     *apiserver.Server
 	kubeconfig string
@@ -86,12 +86,9 @@ func (s *scenario) buildImages(ctx context.Context) error {
 	}
 	s.tmp = tmp
 	s.cleanup.add(func() error { return os.RemoveAll(tmp) })
-	s.binDir = filepath.Join(tmp, "bin")
 	s.hostRoot = filepath.Join(tmp, "host")
-	for _, d := range []string{s.binDir, s.hostRoot} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
+	if err := os.MkdirAll(s.hostRoot, 0o755); err != nil {
+		return err
 	}
 	s.show("working directory " + tmp)
 	cmd := exec.CommandContext(ctx, filepath.Join(s.opts.Root, "hack", "images.sh"), imageComponents...)
@@ -382,6 +379,54 @@ func (s *scenario) applyPlugins(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.rejectedPlugin(ctx)
+}
+
+// brokenPluginYAML has a GuestDefinition expression naming a field the
+// Domain type does not have. With the webhook off the API server stores
+// it; the controller reports it on the status.
+const brokenPluginYAML = `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: typo
+spec:
+  launcherHooks:
+  - cel:
+      hookPoint: GuestDefinition
+      expression: 'Domain{CPUX: DomainCPU{Mode: "host-model"}}'
+`
+
+// rejectedPlugin shows plugin-controller refusing a Plugin whose CEL does
+// not compile, then deletes it again.
+func (s *scenario) rejectedPlugin(ctx context.Context) error {
+	c := s.server.Client
+	var p pluginv1alpha1.Plugin
+	if err := yaml.Unmarshal([]byte(brokenPluginYAML), &p); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &p); err != nil {
+		return fmt.Errorf("create Plugin %s: %w", p.Name, err)
+	}
+	s.show("created Plugin typo (expression 'Domain{CPUX: ...}', the webhook is off so the API server stores it)")
+	var cond *metav1.Condition
+	err := waitFor(ctx, "the status of Plugin typo", func() (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(&p), &p); err != nil {
+			return false, err
+		}
+		cond = meta.FindStatusCondition(p.Status.Conditions, pluginv1alpha1.ConditionAccepted)
+		return cond != nil && p.Status.ObservedGeneration == p.Generation, nil
+	})
+	if err != nil {
+		return err
+	}
+	ready := meta.IsStatusConditionTrue(p.Status.Conditions, pluginv1alpha1.ConditionReady)
+	s.check("plugin-controller reports Plugin typo not Accepted and not Ready, naming the field",
+		cond.Status == metav1.ConditionFalse && !ready && strings.Contains(cond.Message, "cel.expression"),
+		"Accepted=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+	if err := c.Delete(ctx, &p); err != nil {
+		return fmt.Errorf("delete Plugin %s: %w", p.Name, err)
+	}
+	s.show("deleted Plugin typo")
 	return nil
 }
 
