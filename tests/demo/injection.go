@@ -24,23 +24,22 @@ type sampleBinding struct {
 
 var deniedByBinding = regexp.MustCompile(`with binding '([^']+)' denied request`)
 
-// admitLauncherPod binds the samples' injection policies and waits, with
-// dry runs of pod's creation, until they inject their sidecars. A policy
-// the API server cannot apply (it denies the Pod) is unbound again,
-// reported as a warning, and its sidecar added to the returned Pod as the
+// bindInjectionPolicies binds the samples' injection policies and waits,
+// with dry runs of pod's creation, until they inject their sidecars. A
+// policy the API server cannot apply (it denies the Pod) is unbound again
+// and reported as a warning; withSidecars then adds its sidecar as the
 // policy describes it (fallbackSidecar), so that the rest of the scenario
-// can go on. The returned Pod is the one to create.
-func (s *scenario) admitLauncherPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+// can go on.
+func (s *scenario) bindInjectionPolicies(ctx context.Context, pod *corev1.Pod) error {
 	c := s.server.Client
 	bound := map[string]sampleBinding{}
 	for _, b := range s.bindings {
 		if err := c.Create(ctx, b.obj.DeepCopy()); err != nil {
-			return nil, fmt.Errorf("create MutatingAdmissionPolicyBinding %s: %w", b.obj.GetName(), err)
+			return fmt.Errorf("create MutatingAdmissionPolicyBinding %s: %w", b.obj.GetName(), err)
 		}
 		bound[b.obj.GetName()] = b
 		s.show("created MutatingAdmissionPolicyBinding " + b.obj.GetName())
 	}
-	var broken []string
 	// Bindings take effect when the API server's policy informer sees
 	// them: dry-run until every working policy has injected its sidecar.
 	err := waitFor(ctx, "the injection policies to take effect", func() (bool, error) {
@@ -57,7 +56,7 @@ func (s *scenario) admitLauncherPod(ctx context.Context, pod *corev1.Pod) (*core
 				return false, err
 			}
 			delete(bound, m[1])
-			broken = append(broken, b.sample)
+			s.unboundPolicies = append(s.unboundPolicies, b.sample)
 			return false, err
 		}
 		if err != nil {
@@ -71,16 +70,22 @@ func (s *scenario) admitLauncherPod(ctx context.Context, pod *corev1.Pod) (*core
 		return true, nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	if len(s.unboundPolicies) > 0 {
+		s.warn(fmt.Sprintf("injection policies refused by the API server, their sidecars added by the demo instead: %s", strings.Join(s.unboundPolicies, ", ")))
+	}
+	return nil
+}
+
+// withSidecars adds to pod the sidecars of the policies that had to be
+// unbound; the API server's policies inject the others.
+func (s *scenario) withSidecars(pod *corev1.Pod) *corev1.Pod {
 	out := pod.DeepCopy()
-	for _, sample := range broken {
+	for _, sample := range s.unboundPolicies {
 		fallbackSidecar(out, sample)
 	}
-	if len(broken) > 0 {
-		s.warn(fmt.Sprintf("injection policies refused by the API server, their sidecars added by the demo instead: %s", strings.Join(broken, ", ")))
-	}
-	return out, nil
+	return out
 }
 
 // fallbackSidecar adds the sidecar container (and volumes) of sample to

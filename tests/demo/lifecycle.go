@@ -517,7 +517,23 @@ func paramString(p *hooksv1alpha1.MigrationParams) string {
 }
 
 func (s *scenario) migrate(ctx context.Context) error {
-	if !s.dispatch(ctx, 1, pluginv1alpha1.PreMigrationTarget) || !s.dispatch(ctx, 0, pluginv1alpha1.NodePreMigrationSource) {
+	// virt-controller creates the target launcher Pod; it runs on node2.
+	s.show("the target launcher Pod:")
+	target, err := s.createLauncherPod(ctx, "t9m4q")
+	if err != nil {
+		return err
+	}
+	host := &podHost{pod: target, dir: filepath.Join(s.tmp, "target-pod")}
+	if err := s.startPodSidecars(ctx, host); err != nil {
+		return err
+	}
+	if !s.dispatch(ctx, 1, pluginv1alpha1.PreMigrationTarget) {
+		return errCheckFailed
+	}
+	if err := s.prepareTarget(ctx, host); err != nil {
+		return err
+	}
+	if !s.dispatch(ctx, 0, pluginv1alpha1.NodePreMigrationSource) {
 		return errCheckFailed
 	}
 	vmi, err := s.freshVMI(ctx)
@@ -553,6 +569,37 @@ func (s *scenario) migrate(ctx context.Context) error {
 	s.check("libvirt on node2 reports the domain running", err2 == nil && dst == "running", "%s", withErr(dst, err2))
 	s.check("libvirt on node1 reports it shut off after the migration", err1 == nil && src == "shut off (migrated)", "%s", withErr(src, err1))
 	s.dispatch(ctx, 1, pluginv1alpha1.PostMigrationTarget)
+	return nil
+}
+
+// prepareTarget plays the target virt-launcher: it gets its plugins from
+// virt-handler on node2 and runs GuestDefinition with the invocation
+// context MigrationTarget, so that sidecars can prepare the target Pod;
+// the launcher discards the domain they return.
+func (s *scenario) prepareTarget(ctx context.Context, host *podHost) error {
+	vmi, err := s.freshVMI(ctx)
+	if err != nil {
+		return err
+	}
+	lp, err := s.handlers[1].selector.LauncherPlugins(vmi)
+	if err != nil {
+		return err
+	}
+	plugins, err := launcherplugins.Decode(lp.Data)
+	if err != nil {
+		return err
+	}
+	sockets, err := host.volumeDir(pluginv1alpha1.SocketsVolumeName, s.hostRoot)
+	if err != nil {
+		return err
+	}
+	p, err := pipeline.New(plugins, pipeline.Options{Logger: s.log.WithName("virt-launcher-target"), SocketRoot: sockets})
+	if err != nil {
+		return err
+	}
+	_, err = p.GuestDefinition(ctx, vmi, baseDomain(s.launcher.isoPath), pipeline.MigrationTarget)
+	s.check("the target launcher ran GuestDefinition (context MigrationTarget) through its own sidecars; the result is discarded",
+		err == nil, "%s", errText(err))
 	return nil
 }
 

@@ -138,12 +138,12 @@ func newVMI(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachineInstance {
 	}
 }
 
-// newLauncherPod is the virt-launcher Pod virt-controller would create for
-// vmi: labelled kubevirt.io=virt-launcher and kubevirt.io/created-by with
+// newLauncherPod is a virt-launcher Pod virt-controller would create for
+// vmi (suffix ends its name): labelled kubevirt.io=virt-launcher and kubevirt.io/created-by with
 // the VMI's UID, controlled by the VMI, carrying the VMI's labels, the
 // plugin sockets volume and the ephemeral disks volume. The injection
 // policies add the sidecars when it is created.
-func newLauncherPod(vmi *kubevirtv1.VirtualMachineInstance) *corev1.Pod {
+func newLauncherPod(vmi *kubevirtv1.VirtualMachineInstance, suffix string) *corev1.Pod {
 	yes := true
 	labels := map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(vmi.UID), "vm.kubevirt.io/name": vmi.Name}
 	for k, v := range vmi.Labels {
@@ -151,7 +151,7 @@ func newLauncherPod(vmi *kubevirtv1.VirtualMachineInstance) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: namespace, Name: "virt-launcher-" + vmName + "-x7k2p", Labels: labels,
+			Namespace: namespace, Name: "virt-launcher-" + vmName + "-" + suffix, Labels: labels,
 			Annotations: map[string]string{networkStatusAnnotation: networkStatus},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi.Name, UID: vmi.UID,

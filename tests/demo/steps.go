@@ -50,7 +50,8 @@ type scenario struct {
 	launcher *launcher
 	handlers [2]*handler
 
-	bindings []sampleBinding
+	bindings        []sampleBinding
+	unboundPolicies []string
 }
 
 var nodeNames = [2]string{"node1", "node2"}
@@ -70,7 +71,7 @@ func (s *scenario) steps() []step {
 		{"virt-launcher: PreBoot (cloudinit-network rewrites the NoCloud ISO)", s.preBoot},
 		{"virt-launcher: define and start the domain on node1", s.defineAndStart},
 		{"A template label change reaches the VMI and the launcher Pod", s.labelSync},
-		{"Live migration node1 -> node2 tuned by migration-tuner", s.migrate},
+		{"Live migration node1 -> node2 (target launcher Pod, migration tuned by migration-tuner)", s.migrate},
 		{"Stop the VM on node2", s.stop},
 		{"Node hook events, in order, from the recorder's file", s.nodeHookEvents},
 	}
@@ -452,28 +453,18 @@ func (s *scenario) createVM(ctx context.Context) error {
 		return fmt.Errorf("create VMI: %w", err)
 	}
 	s.show(fmt.Sprintf("VirtualMachineInstance %s/%s uid %s", s.vmi.Namespace, s.vmi.Name, s.vmi.UID))
-	pod, err := s.admitLauncherPod(ctx, newLauncherPod(s.vmi))
+	if err := s.bindInjectionPolicies(ctx, newLauncherPod(s.vmi, "x7k2p")); err != nil {
+		return err
+	}
+	pod, err := s.createLauncherPod(ctx, "x7k2p")
 	if err != nil {
 		return err
 	}
 	s.pod = pod
-	if err := c.Create(ctx, s.pod); err != nil {
-		return fmt.Errorf("create launcher Pod: %w", err)
-	}
-	s.show(fmt.Sprintf("Pod %s/%s uid %s (labels kubevirt.io/created-by=%s, controller ownerReference to the VMI)",
-		s.pod.Namespace, s.pod.Name, s.pod.UID, s.vmi.UID))
-	var names []string
-	for _, ctr := range s.pod.Spec.Containers {
-		names = append(names, ctr.Name)
-	}
-	s.show("containers after admission: " + strings.Join(names, ", "))
-	for _, sample := range samplePlugins {
-		s.check("the launcher Pod has the "+sample+" sidecar", slices.Contains(names, sample), "")
-	}
 	s.host = &podHost{pod: s.pod, dir: filepath.Join(s.tmp, "pod")}
 
 	// The same Pod with a sidecar that mounts every plugin's sockets.
-	rogue := newLauncherPod(s.vmi)
+	rogue := newLauncherPod(s.vmi, "rogue")
 	rogue.Spec.Containers = append(rogue.Spec.Containers, corev1.Container{
 		Name: "rogue", Image: "kvp-smbios-watchdog:latest",
 		VolumeMounts: []corev1.VolumeMount{{Name: pluginv1alpha1.SocketsVolumeName, MountPath: pluginv1alpha1.SocketsRoot}},
@@ -496,7 +487,33 @@ const launcherPodPolicy = "deploy/policies/launcher-sockets-subpath.yaml"
 // policyWait bounds the wait for an admission policy to take effect.
 const policyWait = time.Minute
 
+// createLauncherPod creates a launcher Pod for the VMI, as virt-controller
+// would, and checks it has the sidecars.
+func (s *scenario) createLauncherPod(ctx context.Context, suffix string) (*corev1.Pod, error) {
+	pod := s.withSidecars(newLauncherPod(s.vmi, suffix))
+	if err := s.server.Client.Create(ctx, pod); err != nil {
+		return nil, fmt.Errorf("create launcher Pod: %w", err)
+	}
+	s.show(fmt.Sprintf("Pod %s/%s uid %s (labels kubevirt.io/created-by=%s, controller ownerReference to the VMI)",
+		pod.Namespace, pod.Name, pod.UID, s.vmi.UID))
+	var names []string
+	for _, ctr := range pod.Spec.Containers {
+		names = append(names, ctr.Name)
+	}
+	s.show("containers after admission: " + strings.Join(names, ", "))
+	for _, sample := range samplePlugins {
+		s.check("Pod "+pod.Name+" has the "+sample+" sidecar", slices.Contains(names, sample), "")
+	}
+	return pod, nil
+}
+
 func (s *scenario) startSidecars(ctx context.Context) error {
+	return s.startPodSidecars(ctx, s.host)
+}
+
+// startPodSidecars runs the plugin sidecars of a launcher Pod and waits
+// for their sockets.
+func (s *scenario) startPodSidecars(ctx context.Context, host *podHost) error {
 	var wg sync.WaitGroup
 	ctrs := make([]*testcontainers.DockerContainer, len(samplePlugins))
 	errs := make([]error, len(samplePlugins))
@@ -504,7 +521,7 @@ func (s *scenario) startSidecars(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctrs[i], errs[i] = s.runPodContainer(ctx, s.host, name, s.hostRoot)
+			ctrs[i], errs[i] = s.runPodContainer(ctx, host, name, s.hostRoot)
 		}()
 	}
 	wg.Wait()
@@ -512,13 +529,13 @@ func (s *scenario) startSidecars(ctx context.Context) error {
 		if errs[i] != nil {
 			return errs[i]
 		}
-		for _, c := range s.pod.Spec.Containers {
+		for _, c := range host.pod.Spec.Containers {
 			if c.Name == name {
 				s.show(containerSummary(&c, ctrs[i].GetContainerID()))
 			}
 		}
 	}
-	sockets, err := s.host.volumeDir(pluginv1alpha1.SocketsVolumeName, s.hostRoot)
+	sockets, err := host.volumeDir(pluginv1alpha1.SocketsVolumeName, s.hostRoot)
 	if err != nil {
 		return err
 	}
