@@ -1,10 +1,7 @@
 package pipeline_test
 
 import (
-	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
@@ -70,57 +67,5 @@ func TestNewCompilesOnceThroughSharedEnv(t *testing.T) {
 	}
 	if first != again {
 		t.Errorf("the shared environment lost its cached program")
-	}
-}
-
-func TestValidateListsEveryProblemByFieldPath(t *testing.T) {
-	env, err := celenv.New(celenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := plugin("", celHook(`Domain{Name: 1}`), pluginv1alpha1.LauncherHook{})
-	p.Spec.FailureStrategy = "Sometimes"
-	p.Spec.LauncherHooks[0].Timeout = &metav1.Duration{Duration: 1e9}
-	errs := pipeline.Validate(&p, env)
-	want := map[string]bool{
-		"metadata.name":                        false,
-		"spec.failureStrategy":                 false,
-		"spec.launcherHooks[0].timeout":        false,
-		"spec.launcherHooks[0].cel.expression": false,
-		"spec.launcherHooks[1]":                false,
-	}
-	for _, e := range errs {
-		if _, ok := want[e.Field]; ok {
-			want[e.Field] = true
-		}
-	}
-	for f, seen := range want {
-		if !seen {
-			t.Errorf("no problem reported at %s; got %v", f, errs)
-		}
-	}
-}
-
-func TestValidateOrdersProblemsByFieldPath(t *testing.T) {
-	env, err := celenv.New(celenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks := make([]pluginv1alpha1.LauncherHook, 11)
-	for i := range hooks {
-		hooks[i] = celHook(`Domain{}`)
-	}
-	hooks[10] = pluginv1alpha1.LauncherHook{} // structural problem
-	hooks[2] = celHook(`Domain{Name: 1}`)     // CEL problem
-	p := plugin("ordered", hooks...)
-	p.Spec.Condition = `1`           // CEL problem
-	p.Spec.FailureStrategy = "Often" // structural problem
-	var got []string
-	for _, e := range pipeline.Validate(&p, env) {
-		got = append(got, e.Field)
-	}
-	want := []string{"spec.condition", "spec.failureStrategy", "spec.launcherHooks[2].cel.expression", "spec.launcherHooks[10]"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("problems in order %v, want %v", got, want)
 	}
 }
