@@ -168,14 +168,16 @@ func (r *runner) show(text string) {
 
 // check records and prints one check of the current step.
 func (r *runner) check(name string, ok bool, detailFormat string, args ...any) bool {
-	detail := fmt.Sprintf(detailFormat, args...)
+	detail := strings.TrimRight(fmt.Sprintf(detailFormat, args...), "\n")
 	r.res.Checks = append(r.res.Checks, Check{Step: r.current, Name: name, Passed: ok, Detail: detail})
 	mark := "PASS"
 	if !ok {
 		mark = "FAIL"
 	}
 	if detail != "" {
-		r.printf("   [%s] %s: %s\n", mark, name, detail)
+		// Later lines of a multi-line detail (a CEL error with its caret)
+		// stay under the check.
+		r.printf("   [%s] %s: %s\n", mark, name, strings.ReplaceAll(detail, "\n", "\n          "))
 	} else {
 		r.printf("   [%s] %s\n", mark, name)
 	}
