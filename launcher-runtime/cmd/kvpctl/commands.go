@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/api/plugin/v1alpha1/validation"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/linediff"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
@@ -56,7 +58,7 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			found = true
 			plugins++
-			for _, e := range pipeline.Validate(d.plugin, env) {
+			for _, e := range validation.All(d.plugin, env) {
 				fmt.Fprintf(stderr, "%s: plugin %q: %s\n", d.source, d.plugin.Name, e.Error())
 				problems++
 			}
@@ -210,8 +212,16 @@ func loadParams(file string) (*hooksv1alpha1.MigrationParams, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Through JSON with json.Number, so that 64-bit values such as a
+	// bandwidth arrive exactly rather than as float64.
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	m := map[string]any{}
-	if err := yaml.Unmarshal(data, &m); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	params, err := hooksv1alpha1.ParamsFromMap(m)

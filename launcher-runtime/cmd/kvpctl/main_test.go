@@ -197,7 +197,7 @@ spec:
       expression: 'Domain{Name: vmi.NoSuchField}'
 `)
 	code, _, stderr := kvpctl(t, "validate", file)
-	if code != exitError || !strings.Contains(stderr, `plugin "z": spec.launcherHooks[0].cel.expression: Invalid value: "Domain{Name: vmi.NoSuchField}": type:`) {
+	if code != exitError || !strings.Contains(stderr, `plugin "z": spec.launcherHooks[0].cel.expression: Invalid value: type error:`) || !strings.Contains(stderr, `undefined field 'NoSuchField'`) {
 		t.Errorf("exit %d:\n%s", code, stderr)
 	}
 }
@@ -450,5 +450,16 @@ func TestBuildsWithoutCgoAndWithoutLibvirt(t *testing.T) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Errorf("CGO_ENABLED=0 build failed: %v\n%s", err, out)
+	}
+}
+
+func TestPreMigrationSourceReadsLargeNumbersExactly(t *testing.T) {
+	params := writeFile(t, "params.yaml", "bandwidth: 18446744073709551615\nmigrate_uri: tcp://peer\n")
+	code, stdout, stderr := kvpctl(t, "pre-migration-source", "--plugins", testPlugins, "--vmi", testVMI, "--flags", "1", "--params", params)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, `"bandwidth": 18446744073709551615`) {
+		t.Errorf("the largest uint64 bandwidth did not come through exactly:\n%s", stdout)
 	}
 }

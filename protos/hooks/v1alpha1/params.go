@@ -1,7 +1,10 @@
 package hooksv1alpha1
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
 	"sort"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -61,7 +64,8 @@ func ParamsToMap(p *MigrationParams) map[string]any {
 }
 
 // ParamsFromMap builds MigrationParams from a map keyed by libvirt's
-// parameter names, as decoded from JSON (numbers may be float64). It fails
+// parameter names, as decoded from JSON: numbers may be json.Number (exact)
+// or float64 (exact up to 2^53), or Go integers. It fails
 // on an unknown name or a value of the wrong type, naming the parameter.
 func ParamsFromMap(m map[string]any) (*MigrationParams, error) {
 	p := &MigrationParams{}
@@ -115,18 +119,18 @@ func newWrapper(p *MigrationParams, fd protoreflect.FieldDescriptor, v any) (pro
 		}
 		w.Value = &s
 	case *Uint64Param:
-		n, err := toInteger(v, 0, 1<<64-1)
+		n, err := toInteger(v, 0, math.MaxUint64)
 		if err != nil {
 			return nil, err
 		}
-		u := uint64(n)
+		u := n.Uint64()
 		w.Value = &u
 	case *IntParam:
-		n, err := toInteger(v, -1<<31, 1<<31-1)
+		n, err := toInteger(v, math.MinInt32, math.MaxInt32)
 		if err != nil {
 			return nil, err
 		}
-		i := int32(n)
+		i := int32(n.Int64())
 		w.Value = &i
 	case *StringListParam:
 		list, ok := v.([]any)
@@ -148,27 +152,39 @@ func newWrapper(p *MigrationParams, fd protoreflect.FieldDescriptor, v any) (pro
 	return m, nil
 }
 
-func toInteger(v any, min, max float64) (float64, error) {
-	var f float64
-	switch n := v.(type) {
-	case float64:
-		f = n
+// toInteger reads an integer exactly: from Go integers, from json.Number,
+// or from a float64 that holds an integer JSON decoding could represent
+// exactly (up to 2^53); larger floats may already have lost digits.
+func toInteger(v any, min int64, max uint64) (*big.Int, error) {
+	n := new(big.Int)
+	switch x := v.(type) {
 	case int:
-		f = float64(n)
+		n.SetInt64(int64(x))
 	case int32:
-		f = float64(n)
+		n.SetInt64(int64(x))
 	case int64:
-		f = float64(n)
+		n.SetInt64(x)
+	case uint32:
+		n.SetUint64(uint64(x))
 	case uint64:
-		f = float64(n)
+		n.SetUint64(x)
+	case json.Number:
+		if _, ok := n.SetString(x.String(), 10); !ok {
+			return nil, fmt.Errorf("want an integer, got %s", x)
+		}
+	case float64:
+		if x != math.Trunc(x) {
+			return nil, fmt.Errorf("want an integer, got %v", x)
+		}
+		if math.Abs(x) > 1<<53 {
+			return nil, fmt.Errorf("%v is too large to have been read exactly; decode the number as json.Number", x)
+		}
+		n.SetInt64(int64(x))
 	default:
-		return 0, fmt.Errorf("want a number, got %T", v)
+		return nil, fmt.Errorf("want a number, got %T", v)
 	}
-	if f != float64(int64(f)) && f < 1<<63 {
-		return 0, fmt.Errorf("want an integer, got %v", f)
+	if n.Cmp(big.NewInt(min)) < 0 || n.Cmp(new(big.Int).SetUint64(max)) > 0 {
+		return nil, fmt.Errorf("%s is out of range [%d, %d]", n, min, max)
 	}
-	if f < min || f > max {
-		return 0, fmt.Errorf("%v is out of range", f)
-	}
-	return f, nil
+	return n, nil
 }
