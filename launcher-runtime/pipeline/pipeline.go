@@ -14,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/api/plugin/v1alpha1/validation"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/sockets"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -89,7 +90,7 @@ func New(plugins []pluginv1alpha1.Plugin, opts Options) (*Pipeline, error) {
 
 func compilePlugin(pl *pluginv1alpha1.Plugin, c compiler) (compiledPlugin, []error) {
 	var errs []error
-	for _, e := range Validate(pl, c.env) {
+	for _, e := range validation.All(pl, c.env) {
 		errs = append(errs, fmt.Errorf("plugin %q: %w", pl.Name, e))
 	}
 	if len(errs) > 0 {

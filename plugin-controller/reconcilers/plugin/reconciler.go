@@ -22,7 +22,7 @@ import (
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
-	"github.com/kubevirt-plugins/framework/plugin-controller/internal/validation"
+	"github.com/kubevirt-plugins/framework/api/plugin/v1alpha1/validation"
 )
 
 // +kubebuilder:rbac:groups=plugin.kubevirt.io,resources=plugins,verbs=get;list;watch
@@ -113,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	obs := observation{celErrors: validation.PluginCEL(validation.CELEnv{Env: r.CEL}, &p.Spec)}
+	obs := observation{celErrors: validation.CEL(&p, r.CEL)}
 	missing, err := r.missingReferences(ctx, &p.Spec)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("plugin %s: %w", p.Name, err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
-	"github.com/kubevirt-plugins/framework/plugin-controller/internal/validation"
+	"github.com/kubevirt-plugins/framework/api/plugin/v1alpha1/validation"
 )
 
 // Path is where the webhook is served; the ValidatingWebhookConfiguration
@@ -61,7 +61,7 @@ func (v *Validator) ValidateDelete(context.Context, *pluginv1alpha1.Plugin) (adm
 }
 
 func (v *Validator) validate(p *pluginv1alpha1.Plugin) error {
-	errs := validation.PluginCEL(validation.CELEnv{Env: v.CEL}, &p.Spec)
+	errs := validation.CEL(p, v.CEL)
 	if len(errs) == 0 {
 		return nil
 	}

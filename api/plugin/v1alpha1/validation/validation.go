@@ -1,21 +1,34 @@
-// Package validation checks Plugins against the structural rules of the
-// Plugin CRD in plain Go, so that the runtimes can re-check what they are
-// handed and tools can validate manifests without an API server. It does not
-// compile CEL; see the celenv package for that.
+// Package validation checks Plugins in plain Go: Plugin applies the
+// structural rules of the Plugin CRD, CEL compiles every expression with the
+// shared environment, All does both. The runtimes re-check what they are
+// handed with it, the plugin-controller's webhook and status use it, and
+// kvpctl validates manifests with it before they reach an API server.
 package validation
 
 import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 )
 
-// Plugin returns every structural problem of p, each with its field path.
+// Bounds the CRD schema sets on sizes, repeated here for manifests that
+// never went through an API server.
+const (
+	maxConditionLength  = 4096
+	maxExpressionLength = 16384
+	maxHooks            = 32
+	maxReferences       = 32
+	maxReferenceName    = 253
+)
+
+// Plugin returns every structural problem of p, each with its field path:
+// the rules the CRD schema enforces, without compiling CEL (see CEL).
 func Plugin(p *v1alpha1.Plugin) field.ErrorList {
-	var errs field.ErrorList
+	errs := limits(p)
 	spec := field.NewPath("spec")
 	errs = append(errs, failureStrategy(spec.Child("failureStrategy"), p.Spec.FailureStrategy)...)
 	for i := range p.Spec.LauncherHooks {
@@ -24,16 +37,7 @@ func Plugin(p *v1alpha1.Plugin) field.ErrorList {
 	for i := range p.Spec.NodeHooks {
 		errs = append(errs, nodeHook(spec.Child("nodeHooks").Index(i), &p.Spec.NodeHooks[i])...)
 	}
-	refs := []struct {
-		name string
-		list []v1alpha1.AdmissionReference
-	}{
-		{"mutatingAdmissionPolicies", p.Spec.MutatingAdmissionPolicies},
-		{"validatingAdmissionPolicies", p.Spec.ValidatingAdmissionPolicies},
-		{"mutatingAdmissionWebhooks", p.Spec.MutatingAdmissionWebhooks},
-		{"validatingAdmissionWebhooks", p.Spec.ValidatingAdmissionWebhooks},
-	}
-	for _, r := range refs {
+	for _, r := range admissionReferences(p) {
 		seen := map[string]bool{}
 		for i, ref := range r.list {
 			path := spec.Child(r.name).Index(i).Child("name")
@@ -211,4 +215,62 @@ func nodePointNames() []string {
 		out[i] = string(p)
 	}
 	return out
+}
+
+// limits checks the name and the size bounds of the schema.
+func limits(p *v1alpha1.Plugin) field.ErrorList {
+	var errs field.ErrorList
+	name := field.NewPath("metadata", "name")
+	if p.Name == "" {
+		errs = append(errs, field.Required(name, "the plugin name; sidecar sockets live in a directory named after it"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(p.Name) {
+			errs = append(errs, field.Invalid(name, p.Name, msg))
+		}
+	}
+	spec := field.NewPath("spec")
+	tooLong := func(path *field.Path, s string, max int) {
+		if len(s) > max {
+			errs = append(errs, field.TooLong(path, field.OmitValueType{}, max))
+		}
+	}
+	tooMany := func(path *field.Path, n, max int) {
+		if n > max {
+			errs = append(errs, field.TooMany(path, n, max))
+		}
+	}
+	tooLong(spec.Child("condition"), p.Spec.Condition, maxConditionLength)
+	tooMany(spec.Child("launcherHooks"), len(p.Spec.LauncherHooks), maxHooks)
+	for i, h := range p.Spec.LauncherHooks {
+		path := spec.Child("launcherHooks").Index(i)
+		tooLong(path.Child("condition"), h.Condition, maxConditionLength)
+		if h.CEL != nil {
+			tooLong(path.Child("cel", "expression"), h.CEL.Expression, maxExpressionLength)
+		}
+	}
+	tooMany(spec.Child("nodeHooks"), len(p.Spec.NodeHooks), maxHooks)
+	for i, h := range p.Spec.NodeHooks {
+		tooLong(spec.Child("nodeHooks").Index(i).Child("condition"), h.Condition, maxConditionLength)
+	}
+	for _, r := range admissionReferences(p) {
+		tooMany(spec.Child(r.name), len(r.list), maxReferences)
+		for i, ref := range r.list {
+			tooLong(spec.Child(r.name).Index(i).Child("name"), ref.Name, maxReferenceName)
+		}
+	}
+	return errs
+}
+
+type referenceList struct {
+	name string
+	list []v1alpha1.AdmissionReference
+}
+
+func admissionReferences(p *v1alpha1.Plugin) []referenceList {
+	return []referenceList{
+		{"mutatingAdmissionPolicies", p.Spec.MutatingAdmissionPolicies},
+		{"validatingAdmissionPolicies", p.Spec.ValidatingAdmissionPolicies},
+		{"mutatingAdmissionWebhooks", p.Spec.MutatingAdmissionWebhooks},
+		{"validatingAdmissionWebhooks", p.Spec.ValidatingAdmissionWebhooks},
+	}
 }
