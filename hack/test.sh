@@ -9,8 +9,12 @@ export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-${BIN}/k8s}"
 export TESTCONTAINERS_RYUK_DISABLED=true
 
 fail=0
-for m in $(modules | grep -v '^tests$') tests; do
+for m in $(modules | grep -v '^tests$'); do
   log "go test: $m"
   (cd "$m" && go test -count=1 -timeout 30m "$@" ./...) || fail=1
 done
+# One integration package at a time: each starts its own API server and
+# containers, and two cores are shared by all of them.
+log "go test: tests (integration)"
+(cd tests && go test -count=1 -p 1 -timeout 30m "$@" ./...) || fail=1
 [ "$fail" -eq 0 ] || die "some tests failed"
