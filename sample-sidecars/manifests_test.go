@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -134,15 +134,21 @@ func TestInjectionPoliciesMountOnlyThePluginDirectory(t *testing.T) {
 			if !slices.ContainsFunc(policy.Spec.MatchConditions, func(c admissionv1.MatchCondition) bool { return strings.Contains(c.Expression, `"`+optIn+`"`) }) {
 				t.Errorf("no matchCondition tests the opt-in label %s", optIn)
 			}
-			if len(policy.Spec.Mutations) != 1 || policy.Spec.Mutations[0].ApplyConfiguration == nil {
-				t.Fatal("want one ApplyConfiguration mutation")
+			// An apply configuration may not set the atomic lists a
+			// sidecar needs (args, capabilities.drop): the API server
+			// refuses it when it mutates a Pod.
+			if len(policy.Spec.Mutations) != 1 || policy.Spec.Mutations[0].PatchType != admissionv1.PatchTypeJSONPatch || policy.Spec.Mutations[0].JSONPatch == nil {
+				t.Fatal("want one JSONPatch mutation")
 			}
-			expr := policy.Spec.Mutations[0].ApplyConfiguration.Expression
+			expr := policy.Spec.Mutations[0].JSONPatch.Expression
 			for _, want := range []string{
 				`name: "` + pluginv1alpha1.SocketsVolumeName + `"`,
 				`mountPath: "` + strings.TrimSuffix(pluginv1alpha1.PluginDir(p.Name), "/") + `"`,
 				`subPath: "` + p.Name + `"`,
 				`image: "kvp-` + p.Name + `:latest"`,
+				`path: "/spec/containers/-"`,
+				// "add" to /spec/volumes/- fails on a Pod without volumes.
+				`path: "/spec/volumes", value: []`,
 			} {
 				if !strings.Contains(expr, want) {
 					t.Errorf("mutation lacks %s", want)
