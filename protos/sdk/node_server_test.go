@@ -17,7 +17,9 @@ import (
 
 type nodeFunc func(context.Context, *sdk.NodeHookRequest) error
 
-func (f nodeFunc) ExecuteNodeHook(ctx context.Context, r *sdk.NodeHookRequest) error { return f(ctx, r) }
+func (f nodeFunc) ExecuteNodeHook(ctx context.Context, r *sdk.NodeHookRequest) error {
+	return f(ctx, r)
+}
 
 func TestServeNodeHooksCreatesSocketDirAndDecodesRequest(t *testing.T) {
 	path := filepath.Join(shortDir(t), "plugins", "rec.sock")
