@@ -68,9 +68,6 @@ type Check struct {
 // Result is what Run found.
 type Result struct {
 	Checks []Check
-	// Warnings are workarounds the scenario had to make for a component
-	// that did not work as documented; they do not fail it.
-	Warnings []string
 	// Err is the error that ended the scenario early, if any.
 	Err error
 }
@@ -184,12 +181,6 @@ func (r *runner) check(name string, ok bool, detailFormat string, args ...any) b
 	return ok
 }
 
-// warn records a workaround; the summary repeats it.
-func (r *runner) warn(msg string) {
-	r.res.Warnings = append(r.res.Warnings, msg)
-	r.printf("   WARNING: %s\n", msg)
-}
-
 func (r *runner) step(ctx context.Context, st step) error {
 	r.n++
 	r.current = st.title
@@ -230,9 +221,6 @@ func (r *runner) summary() {
 	r.printf("\n== Summary: %d checks, %d failed\n", len(r.res.Checks), len(failed))
 	for _, c := range failed {
 		r.printf("   FAIL [%s] %s: %s\n", c.Step, c.Name, c.Detail)
-	}
-	for _, w := range r.res.Warnings {
-		r.printf("   WARNING: %s\n", w)
 	}
 	switch {
 	case r.res.Err != nil:

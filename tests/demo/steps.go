@@ -50,8 +50,7 @@ type scenario struct {
 	launcher *launcher
 	handlers [2]*handler
 
-	bindings        []sampleBinding
-	unboundPolicies []string
+	bindings []sampleBinding
 }
 
 var nodeNames = [2]string{"node1", "node2"}
@@ -490,7 +489,7 @@ const policyWait = time.Minute
 // createLauncherPod creates a launcher Pod for the VMI, as virt-controller
 // would, and checks it has the sidecars.
 func (s *scenario) createLauncherPod(ctx context.Context, suffix string) (*corev1.Pod, error) {
-	pod := s.withSidecars(newLauncherPod(s.vmi, suffix))
+	pod := newLauncherPod(s.vmi, suffix)
 	if err := s.server.Client.Create(ctx, pod); err != nil {
 		return nil, fmt.Errorf("create launcher Pod: %w", err)
 	}
