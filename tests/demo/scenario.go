@@ -27,7 +27,10 @@ type Options struct {
 	// Progress is how often a step that is still running says so on Out.
 	// Default: 15s.
 	Progress time.Duration
-	// Root is the repository checkout. Default: repo.Root().
+	// Root is the repository checkout the scripts (hack/images.sh), the
+	// deploy/ manifests and the samples are read from. Default: repo.Root().
+	// The API server finds the CRDs from the working directory, as
+	// tests/framework/apiserver does.
 	Root string
 	// StepTimeout bounds each step, as a guard against hangs. Default: 15m
 	// (the first image build on a cold cache is the slowest step).
