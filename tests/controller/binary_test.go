@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kubevirt-plugins/framework/tests/framework/repo"
+	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
 )
 
 // The binary runs as the controller's ServiceAccount with exactly the RBAC
@@ -50,16 +50,8 @@ func controllerKubeconfig(t *testing.T) string {
 		applyManifest(t, "deploy", "controller", "rbac", "role.yaml")
 		applyManifest(t, "deploy", "controller", "rbac", "bindings.yaml")
 	})
-	user, err := server.Env.AddUser(envtest.User{Name: controllerUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}}, nil)
+	path, err := server.Kubeconfig(envtest.User{Name: controllerUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}}, t.TempDir())
 	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -81,18 +73,8 @@ func controllerBinary(t *testing.T) string {
 			binaryErr = err
 			return
 		}
-		module, err := repo.Path("plugin-controller")
-		if err != nil {
-			binaryErr = err
-			return
-		}
 		binaryPath = filepath.Join(dir, "plugin-controller")
-		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/plugin-controller")
-		cmd.Dir = module
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("building plugin-controller: %v\n%s", err, out)
-		}
+		binaryErr = gobuild.Static("plugin-controller", "./cmd/plugin-controller", binaryPath)
 	})
 	if binaryErr != nil {
 		t.Fatal(binaryErr)

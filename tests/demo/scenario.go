@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/kubevirt-plugins/framework/tests/framework/docker"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -104,6 +105,7 @@ func (r *Result) Failed() []Check {
 // ctx is cancelled (Ctrl-C in the demo command) or a step fails. A step
 // that fails ends the scenario: the later ones depend on it.
 func Run(ctx context.Context, opts Options) *Result {
+	docker.NoReaper()
 	res := &Result{}
 	opts, err := opts.withDefaults()
 	if err != nil {

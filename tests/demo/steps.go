@@ -116,16 +116,8 @@ func (s *scenario) startAPIServer(ctx context.Context) error {
 	s.server = server
 	s.cleanup.add(func() error { return server.Stop() })
 	s.show("kube-apiserver at " + server.Config.Host)
-	user, err := server.Env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
+	s.kubeconfig, err = server.Kubeconfig(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, s.tmp)
 	if err != nil {
-		return err
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	s.kubeconfig = filepath.Join(s.tmp, "kubeconfig")
-	if err := os.WriteFile(s.kubeconfig, kc, 0o600); err != nil {
 		return err
 	}
 	s.show("kubeconfig for the controllers: " + s.kubeconfig)

@@ -16,6 +16,8 @@ import (
 	"github.com/kubevirt-plugins/framework/handler-runtime/launcherplugins"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
 	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
+	"github.com/kubevirt-plugins/framework/tests/framework/docker"
+	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -40,10 +42,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctrllog.SetLogger(logr.Discard())
-	if _, ok := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !ok {
-		// The reaper image cannot be pulled; tests terminate what they start.
-		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	}
+	docker.NoReaper()
 	if err := buildRecorderImage(); err != nil {
 		fmt.Fprintf(os.Stderr, "building %s: %v\n", recorderImage, err)
 		return 1
@@ -117,12 +116,9 @@ func buildRecorderImage() error {
 	if err := os.WriteFile(filepath.Join(buildCtx, "Dockerfile"), dockerfile, 0o644); err != nil {
 		return err
 	}
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(buildCtx, "bin", "node-hook-recorder"),
-		"./node-hook-recorder/cmd/node-hook-recorder")
-	build.Dir = samples
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %w\n%s", err, out)
+	if err := gobuild.Static("sample-sidecars", "./node-hook-recorder/cmd/node-hook-recorder",
+		filepath.Join(buildCtx, "bin", "node-hook-recorder")); err != nil {
+		return err
 	}
 	image := exec.Command("docker", "build", "-q", "-t", recorderImage, buildCtx)
 	if out, err := image.CombinedOutput(); err != nil {

@@ -18,7 +18,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kubevirt-plugins/framework/tests/framework/repo"
+	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
 )
 
 var (
@@ -31,22 +31,13 @@ var (
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		root, err := repo.Root()
-		if err != nil {
-			buildErr = err
-			return
-		}
 		dir, err := os.MkdirTemp("", "label-syncer-bin-")
 		if err != nil {
 			buildErr = err
 			return
 		}
 		binPath = filepath.Join(dir, "label-syncer")
-		cmd := exec.Command("go", "build", "-o", binPath, "./label-syncer/cmd/label-syncer")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
-		}
+		buildErr = gobuild.Static("label-syncer", "./cmd/label-syncer", binPath)
 	})
 	if buildErr != nil {
 		t.Fatalf("building label-syncer: %v", buildErr)
@@ -57,16 +48,8 @@ func binary(t *testing.T) string {
 // kubeconfig writes a kubeconfig for an administrator of the test server.
 func kubeconfig(t *testing.T) string {
 	t.Helper()
-	user, err := server.Env.AddUser(envtest.User{Name: "label-syncer-test", Groups: []string{"system:masters"}}, nil)
+	path, err := server.Kubeconfig(envtest.User{Name: "label-syncer-test", Groups: []string{"system:masters"}}, t.TempDir())
 	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -19,6 +19,7 @@ import (
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
+	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -58,11 +59,8 @@ func sidecarBinary(t *testing.T, cmdDir string) string {
 		}
 	}
 	bin := filepath.Join(binaries.dir, filepath.Base(cmdDir))
-	cmd := exec.Command("go", "build", "-o", bin, "./"+cmdDir)
-	cmd.Dir = module
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", cmdDir, err, out)
+	if err := gobuild.Static("sample-sidecars", "./"+cmdDir, bin); err != nil {
+		t.Fatal(err)
 	}
 	binaries.built[cmdDir] = bin
 	return bin

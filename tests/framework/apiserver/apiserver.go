@@ -117,6 +117,25 @@ func Start(opts Options) (*Server, error) {
 	return &Server{Config: cfg, Scheme: scheme, Client: c, Env: env}, nil
 }
 
+// Kubeconfig writes, into dir, a kubeconfig file that reaches the API
+// server as user, and returns its path. Processes under test (controller
+// binaries, containers on the host network) authenticate with it.
+func (s *Server) Kubeconfig(user envtest.User, dir string) (string, error) {
+	u, err := s.Env.AddUser(user, nil)
+	if err != nil {
+		return "", err
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig-"+user.Name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
 // Stop stops the API server and etcd.
 func (s *Server) Stop() error {
 	return s.Env.Stop()

@@ -17,6 +17,8 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/network"
 	"libvirt.org/go/libvirt"
+
+	"github.com/kubevirt-plugins/framework/tests/framework/docker"
 )
 
 const (
@@ -26,9 +28,6 @@ const (
 	ImageEnv = "KVP_LIBVIRTD_IMAGE"
 	// DefaultReadyTimeout bounds the wait for libvirtd to answer.
 	DefaultReadyTimeout = 2 * time.Minute
-	// ryukEnv turns off the testcontainers reaper, whose image cannot be
-	// pulled here; the helpers terminate what they start instead.
-	ryukEnv = "TESTCONTAINERS_RYUK_DISABLED"
 )
 
 // Options configures Start.
@@ -71,17 +70,9 @@ type Node struct {
 	Container *testcontainers.DockerContainer
 }
 
-func setRyukEnv() {
-	if _, ok := os.LookupEnv(ryukEnv); !ok {
-		// testcontainers reads its configuration from the environment once;
-		// the variable has to be in place before the first call.
-		_ = os.Setenv(ryukEnv, "true")
-	}
-}
-
 // NewNetwork creates a user-defined bridge network. Remove it when done.
 func NewNetwork(ctx context.Context) (*Network, error) {
-	setRyukEnv()
+	docker.NoReaper()
 	nw, err := network.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("create docker network: %w", err)
@@ -117,7 +108,7 @@ func NewNetworkT(tb testing.TB) *Network {
 // Start runs a libvirtd container and waits until the daemon answers on its
 // TCP socket. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (*Node, error) {
-	setRyukEnv()
+	docker.NoReaper()
 	image := opts.Image
 	if image == "" {
 		image = os.Getenv(ImageEnv)
