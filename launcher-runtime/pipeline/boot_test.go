@@ -71,3 +71,67 @@ func TestFailedGuestDefinitionSkipsPreBoot(t *testing.T) {
 		t.Fatalf("PreBoot ran %d times after GuestDefinition failed", len(s.pbReqs))
 	}
 }
+
+// everyPoint serves all three launcher hook points and records the order
+// of the calls it gets.
+func everyPoint(rec *orderRecorder) *sidecar {
+	return &sidecar{
+		guestDefinition: func(_ context.Context, req *hooksv1alpha1.GuestDefinitionRequest) (*hooksv1alpha1.GuestDefinitionResponse, error) {
+			rec.add("GuestDefinition/" + req.GetSidecarContext().GetInvocationContext())
+			return &hooksv1alpha1.GuestDefinitionResponse{DomainXml: req.DomainXml}, nil
+		},
+		preBoot: func(context.Context, *hooksv1alpha1.PreBootRequest) (*hooksv1alpha1.PreBootResponse, error) {
+			rec.add("PreBoot")
+			return &hooksv1alpha1.PreBootResponse{}, nil
+		},
+		preMigrationSource: func(context.Context, *hooksv1alpha1.PreMigrationSourceRequest) (*hooksv1alpha1.PreMigrationSourceResponse, error) {
+			rec.add("PreMigrationSource")
+			return &hooksv1alpha1.PreMigrationSourceResponse{}, nil
+		},
+	}
+}
+
+func everyPointPipeline(t *testing.T, rec *orderRecorder) *pipeline.Pipeline {
+	root := socketRoot(t)
+	return newPipeline(t, root, []pluginv1alpha1.Plugin{
+		plugin("all", sidecarHook(serve(t, root, "all", "hook.sock", everyPoint(rec)),
+			gd, pluginv1alpha1.PreBoot, pluginv1alpha1.PreMigrationSource)),
+	})
+}
+
+func TestPreBootDoesNotRunOnTheMigrationTarget(t *testing.T) {
+	rec := &orderRecorder{}
+	p := everyPointPipeline(t, rec)
+	if err := p.MigrationTarget(context.Background(), testVMI(t), testDomain(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rec.order, " "); got != "GuestDefinition/MigrationTarget" {
+		t.Fatalf("the migration target ran %q, want only GuestDefinition with the MigrationTarget context", got)
+	}
+}
+
+func TestGuestDefinitionDoesNotRunOnTheMigrationSource(t *testing.T) {
+	rec := &orderRecorder{}
+	p := everyPointPipeline(t, rec)
+	res, err := p.MigrationSource(context.Background(), testVMI(t), 1, &hooksv1alpha1.MigrationParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rec.order, " "); got != "PreMigrationSource" {
+		t.Fatalf("the migration source ran %q, want only PreMigrationSource", got)
+	}
+	if res.Flags != 1 {
+		t.Errorf("an empty response changed the flags to %d", res.Flags)
+	}
+}
+
+func TestBootRunsNoMigrationHook(t *testing.T) {
+	rec := &orderRecorder{}
+	p := everyPointPipeline(t, rec)
+	if _, err := p.Boot(context.Background(), testVMI(t), testDomain(t), pipeline.Artifacts{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rec.order, " "); got != "GuestDefinition/Boot PreBoot" {
+		t.Fatalf("a boot ran %q, want GuestDefinition (Boot) then PreBoot", got)
+	}
+}

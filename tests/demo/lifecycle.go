@@ -543,7 +543,7 @@ func (s *scenario) migrate(ctx context.Context) error {
 	uri := "tcp://" + s.nodes[1].Hostname
 	flags := uint64(golibvirt.MIGRATE_LIVE | golibvirt.MIGRATE_PEER2PEER | golibvirt.MIGRATE_PERSIST_DEST)
 	params := &hooksv1alpha1.MigrationParams{MigrateUri: &hooksv1alpha1.StringParam{Value: &uri}}
-	res, err := s.launcher.pipeline.PreMigrationSource(ctx, vmi, flags, params)
+	res, err := s.launcher.pipeline.MigrationSource(ctx, vmi, flags, params)
 	if err != nil {
 		return err
 	}
@@ -597,7 +597,7 @@ func (s *scenario) prepareTarget(ctx context.Context, host *podHost) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.GuestDefinition(ctx, vmi, baseDomain(s.launcher.isoPath), pipeline.MigrationTarget)
+	err = p.MigrationTarget(ctx, vmi, baseDomain(s.launcher.isoPath))
 	s.check("the target launcher ran GuestDefinition (context MigrationTarget) through its own sidecars; the result is discarded",
 		err == nil, "%s", errText(err))
 	return nil
