@@ -18,7 +18,9 @@ apt_install() {
     apt-get update -q >/dev/null
     export APT_UPDATED=1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  # With recommends, as the verified recipes install them (docker.io wants
+  # cgroupfs-mount and xz-utils from its recommends).
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
 }
 
 # debian_mirror prints the Debian mirror this machine's apt is configured with.
