@@ -3,11 +3,10 @@ package socketpath
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+
+	fspath "github.com/kubevirt-plugins/framework/api/socketpath"
 )
 
 // MaxLength is the size of sun_path: a longer path cannot be dialed.
@@ -18,14 +17,7 @@ var ErrNotAllowed = errors.New("socket path not allowed")
 
 // Checker validates socket paths against a fixed set of roots.
 type Checker struct {
-	roots []*root
-}
-
-type root struct {
-	configured string // as given, cleaned, without trailing slash
-
-	mu       sync.Mutex
-	resolved string // configured with its own symlinks resolved, once
+	roots []*fspath.Root
 }
 
 // New returns a Checker for the given roots. Each root must be an absolute
@@ -40,7 +32,7 @@ func New(roots []string) (*Checker, error) {
 		if !filepath.IsAbs(r) {
 			return nil, fmt.Errorf("socket root %q must be an absolute path", r)
 		}
-		c.roots = append(c.roots, &root{configured: filepath.Clean(r)})
+		c.roots = append(c.roots, fspath.NewRoot(r))
 	}
 	return c, nil
 }
@@ -55,15 +47,25 @@ func (c *Checker) Check(socket string) (string, error) {
 		return "", fmt.Errorf("%w: %q must be an absolute path without '..', repeated or trailing '/'", ErrNotAllowed, socket)
 	}
 	for _, r := range c.roots {
-		rel, ok := below(r.configured, socket)
+		rel, ok := below(r.Dir(), socket)
 		if !ok {
 			continue
 		}
-		base, err := r.resolve()
+		base, err := r.Resolve()
 		if err != nil {
-			return "", fmt.Errorf("%w: resolving socket root %q: %v", ErrNotAllowed, r.configured, err)
+			return "", fmt.Errorf("%w: %v", ErrNotAllowed, err)
 		}
-		return walk(base, rel, socket)
+		if dial := filepath.Join(base, rel); len(dial) > MaxLength {
+			return "", fmt.Errorf("%w: %q resolves to %q, longer than %d bytes", ErrNotAllowed, socket, dial, MaxLength)
+		}
+		dial, err := r.Walk(strings.Split(rel, "/"))
+		switch {
+		case errors.Is(err, fspath.ErrRejected):
+			return "", fmt.Errorf("%w: %q: %w", ErrNotAllowed, socket, err)
+		case err != nil:
+			return "", fmt.Errorf("socket %q: %w", socket, err)
+		}
+		return dial, nil
 	}
 	return "", fmt.Errorf("%w: %q is not under an allowed root (%s)", ErrNotAllowed, socket, c.describeRoots())
 }
@@ -71,7 +73,7 @@ func (c *Checker) Check(socket string) (string, error) {
 func (c *Checker) describeRoots() string {
 	names := make([]string, 0, len(c.roots))
 	for _, r := range c.roots {
-		names = append(names, r.configured+"/")
+		names = append(names, r.Dir()+"/")
 	}
 	return strings.Join(names, ", ")
 }
@@ -86,45 +88,4 @@ func below(root, p string) (string, bool) {
 		return "", false
 	}
 	return p[len(prefix):], true
-}
-
-func (r *root) resolve() (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.resolved != "" {
-		return r.resolved, nil
-	}
-	resolved, err := filepath.EvalSymlinks(r.configured)
-	if err != nil {
-		return "", err
-	}
-	r.resolved = resolved
-	return resolved, nil
-}
-
-// walk Lstats every component of rel below base: directories in between,
-// a socket at the end, never a symlink.
-func walk(base, rel, socket string) (string, error) {
-	if dial := filepath.Join(base, rel); len(dial) > MaxLength {
-		return "", fmt.Errorf("%w: %q resolves to %q, longer than %d bytes", ErrNotAllowed, socket, dial, MaxLength)
-	}
-	parts := strings.Split(rel, "/")
-	cur := base
-	for i, part := range parts {
-		cur = filepath.Join(cur, part)
-		fi, err := os.Lstat(cur)
-		if err != nil {
-			return "", fmt.Errorf("socket %q: %w", socket, err)
-		}
-		last := i == len(parts)-1
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return "", fmt.Errorf("%w: %q: component %q is a symlink", ErrNotAllowed, socket, cur)
-		case !last && !fi.IsDir():
-			return "", fmt.Errorf("%w: %q: component %q is not a directory", ErrNotAllowed, socket, cur)
-		case last && fi.Mode()&fs.ModeSocket == 0:
-			return "", fmt.Errorf("%w: %q is not a socket (mode %s)", ErrNotAllowed, socket, fi.Mode().Type())
-		}
-	}
-	return cur, nil
 }

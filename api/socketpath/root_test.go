@@ -1,0 +1,80 @@
+package socketpath_test
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kubevirt-plugins/framework/api/socketpath"
+)
+
+func listen(t *testing.T, path string) {
+	t.Helper()
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+}
+
+func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
+	base, err := os.MkdirTemp("", "sp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	real := filepath.Join(base, "real")
+	for _, d := range []string{"real/p", "real/other"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listen(t, filepath.Join(real, "p", "hook.sock"))
+	if err := os.WriteFile(filepath.Join(real, "p", "file.sock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range [][2]string{
+		{filepath.Join(base, "root"), real},                                            // the root itself is a link
+		{filepath.Join(real, "linked"), filepath.Join(real, "p")},                      // a directory below it
+		{filepath.Join(real, "p", "link.sock"), filepath.Join(real, "p", "hook.sock")}, // the socket
+	} {
+		if err := os.Symlink(link[1], link[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := socketpath.NewRoot(filepath.Join(base, "root"))
+	for _, tc := range []struct {
+		name       string
+		components []string
+		want       string // "ok", "rejected" or "missing"
+	}{
+		{"socket below a linked root", []string{"p", "hook.sock"}, "ok"},
+		{"symlinked directory", []string{"linked", "hook.sock"}, "rejected"},
+		{"symlinked socket", []string{"p", "link.sock"}, "rejected"},
+		{"regular file", []string{"p", "file.sock"}, "rejected"},
+		{"file as a directory", []string{"p", "file.sock", "x.sock"}, "rejected"},
+		{"not there yet", []string{"p", "later.sock"}, "missing"},
+		{"directory not there yet", []string{"q", "hook.sock"}, "missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := root.Walk(tc.components)
+			switch tc.want {
+			case "ok":
+				if err != nil || got != filepath.Join(real, "p", "hook.sock") {
+					t.Fatalf("Walk = %q, %v; want the path below the resolved root", got, err)
+				}
+			case "rejected":
+				if !errors.Is(err, socketpath.ErrRejected) {
+					t.Fatalf("Walk = %q, %v; want ErrRejected", got, err)
+				}
+			case "missing":
+				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, socketpath.ErrRejected) {
+					t.Fatalf("Walk = %q, %v; want fs.ErrNotExist, not a rejection", got, err)
+				}
+			}
+		})
+	}
+}
