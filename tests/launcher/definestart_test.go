@@ -44,7 +44,7 @@ func TestDefineAndStartReportsWhichStepLibvirtRefused(t *testing.T) {
 	conn := node.ConnectT(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			domain := disklessDomain(tc.name)
+			domain := libvirtd.DisklessDomain(tc.name)
 			tc.edit(domain)
 			dom, err := lrlibvirt.DefineAndStart(ctx, conn, domain)
 			if err == nil {

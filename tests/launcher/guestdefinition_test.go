@@ -38,7 +38,7 @@ func TestDomainChangedByCELAndSidecarBootsWithBothChanges(t *testing.T) {
 		"watchdog.example.com/action":         "reset",
 	})
 
-	domain, err := p.GuestDefinition(ctx, vmi, disklessDomain("vm-gold"), pipeline.Boot)
+	domain, err := p.GuestDefinition(ctx, vmi, libvirtd.DisklessDomain("vm-gold"), pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,23 +163,6 @@ func newVMI(name string, labels map[string]string) *kubevirtv1.VirtualMachineIns
 	}
 }
 
-// disklessDomain is the smallest guest libvirt boots here: TCG (no
-// /dev/kvm in the containers), 64 MiB, no disks, a serial console.
-func disklessDomain(name string) *libvirtxml.Domain {
-	return &libvirtxml.Domain{
-		Type:   "qemu",
-		Name:   name,
-		Memory: &libvirtxml.DomainMemory{Value: 64, Unit: "MiB"},
-		VCPU:   &libvirtxml.DomainVCPU{Value: 1},
-		OS: &libvirtxml.DomainOS{
-			Type: &libvirtxml.DomainOSType{Arch: "x86_64", Machine: "pc", Type: "hvm"},
-		},
-		Devices: &libvirtxml.DomainDeviceList{
-			Serials: []libvirtxml.DomainSerial{{Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}}}},
-		},
-	}
-}
-
 // parseDomain reads the XML virsh dumpxml printed.
 func parseDomain(t *testing.T, xml string) *libvirtxml.Domain {
 	t.Helper()

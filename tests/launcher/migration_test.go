@@ -83,7 +83,7 @@ const p2pLive = uint64(golibvirt.MIGRATE_LIVE | golibvirt.MIGRATE_PEER2PEER)
 // PARALLEL flag is set, a check only libvirt makes.
 func TestMigrateHandsParametersToLibvirt(t *testing.T) {
 	ctx := testContext(t)
-	p := startMigrationPair(t, ctx, disklessDomain("params-reach-libvirt"))
+	p := startMigrationPair(t, ctx, libvirtd.DisklessDomain("params-reach-libvirt"))
 	params := &hooksv1alpha1.MigrationParams{MigrateUri: str("tcp://" + p.target.Hostname), ParallelConnections: i32(2)}
 
 	err := lrlibvirt.Migrate(ctx, p.dom, p.target.PeerURI(), p2pLive, params)
@@ -104,7 +104,7 @@ func TestMigrateHandsParametersToLibvirt(t *testing.T) {
 
 func TestMigrateRefusesParametersTheConnectedLibvirtLacks(t *testing.T) {
 	ctx := testContext(t)
-	p := startMigrationPair(t, ctx, disklessDomain("too-new-param"))
+	p := startMigrationPair(t, ctx, libvirtd.DisklessDomain("too-new-param"))
 	params := &hooksv1alpha1.MigrationParams{MigrateUri: str("tcp://" + p.target.Hostname), CompressionZstdLevel: i32(3)}
 
 	err := lrlibvirt.Migrate(ctx, p.dom, p.target.PeerURI(), p2pLive, params)
@@ -124,7 +124,7 @@ const fillSize = "40M"
 func TestMigrateAbortsTheJobWhenTheContextIsCancelled(t *testing.T) {
 	ctx := testContext(t)
 	const fill = "/var/lib/libvirt/fill.bin"
-	domain := disklessDomain("abort-on-cancel")
+	domain := libvirtd.DisklessDomain("abort-on-cancel")
 	domain.Memory = &libvirtxml.DomainMemory{Value: 96, Unit: "MiB"}
 	domain.QEMUCommandline = &libvirtxml.DomainQEMUCommandline{Args: []libvirtxml.DomainQEMUCommandlineArg{
 		{Value: "-device"}, {Value: "loader,file=" + fill + ",addr=0x2000000,force-raw=on"},

@@ -147,7 +147,7 @@ func TestPreBootSidecarRewritesCloudInitISOBeforeTheDomainStarts(t *testing.T) {
 
 	node := libvirtd.StartT(t, libvirtd.Options{Binds: []string{dir + ":" + dir}})
 	conn := node.ConnectT(t)
-	domain := disklessDomain("vm-cidata")
+	domain := libvirtd.DisklessDomain("vm-cidata")
 	domain.Devices.Disks = []libvirtxml.DomainDisk{{
 		Device:   "cdrom",
 		Driver:   &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},

@@ -9,6 +9,7 @@ import (
 
 	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
 )
 
 func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *testing.T) {
@@ -49,7 +50,7 @@ func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *tes
 			for k, v := range tc.labels {
 				labels[k] = v
 			}
-			pair := startMigrationPair(t, ctx, disklessDomain("vm-tuned"))
+			pair := startMigrationPair(t, ctx, libvirtd.DisklessDomain("vm-tuned"))
 
 			// What KubeVirt would hand libvirt without the plugin.
 			flags := p2pLive
@@ -117,7 +118,7 @@ func TestSidecarCompressionMethodTheConnectedLibvirtLacksFailsTheMigrationClearl
 	root := shortTempDir(t, "kvp-sock-")
 	startSidecar(t, sidecarBinary(t, "migration-tuner/cmd/migration-tuner"), "migration-tuner", root)
 	pl := newPipeline(t, root, plugins(t, samplePlugin(t, "migration-tuner")))
-	pair := startMigrationPair(t, ctx, disklessDomain("vm-zlib"))
+	pair := startMigrationPair(t, ctx, libvirtd.DisklessDomain("vm-zlib"))
 	vmi := newVMI("vm-zlib", map[string]string{
 		"plugins.example.com/migration-tuner": "true",
 		"migration.example.com/parallel":      "2",

@@ -24,7 +24,7 @@ func TestTemplateSidecarChangesTheDomainThatBoots(t *testing.T) {
 		"plugins.example.com/template":     "true",
 		"template.example.com/description": "made from the template",
 	})
-	domain, err := p.GuestDefinition(ctx, optedIn, disklessDomain("vm-template"), pipeline.Boot)
+	domain, err := p.GuestDefinition(ctx, optedIn, libvirtd.DisklessDomain("vm-template"), pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestTemplateSidecarChangesTheDomainThatBoots(t *testing.T) {
 	// A VMI without the opt-in label is not the plugin's: its domain passes
 	// through untouched, and the launcher does not wait for the socket.
 	other := newVMI("vm-other", map[string]string{"template.example.com/description": "ignored"})
-	untouched, err := p.GuestDefinition(ctx, other, disklessDomain("vm-other"), pipeline.Boot)
+	untouched, err := p.GuestDefinition(ctx, other, libvirtd.DisklessDomain("vm-other"), pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,31 +6,15 @@ import (
 	"testing"
 
 	"libvirt.org/go/libvirt"
-	"libvirt.org/go/libvirtxml"
 
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
 )
-
-func disklessDomain(name string) *libvirtxml.Domain {
-	return &libvirtxml.Domain{
-		Type:   "qemu",
-		Name:   name,
-		Memory: &libvirtxml.DomainMemory{Value: 64, Unit: "MiB"},
-		VCPU:   &libvirtxml.DomainVCPU{Value: 1},
-		OS: &libvirtxml.DomainOS{
-			Type: &libvirtxml.DomainOSType{Arch: "x86_64", Machine: "pc", Type: "hvm"},
-		},
-		Devices: &libvirtxml.DomainDeviceList{
-			Serials: []libvirtxml.DomainSerial{{Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}}}},
-		},
-	}
-}
 
 func TestLibvirtdDefinesAndStartsDisklessDomain(t *testing.T) {
 	node := libvirtd.StartT(t, libvirtd.Options{})
 	conn := node.ConnectT(t)
 
-	xml, err := disklessDomain("smoke").Marshal()
+	xml, err := libvirtd.DisklessDomain("smoke").Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
