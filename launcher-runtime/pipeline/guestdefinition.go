@@ -80,28 +80,22 @@ func (p *Pipeline) runLegacyHooks(ctx context.Context, vmi *kubevirtv1.VirtualMa
 }
 
 func (c *call) guestDefinitionSidecar(ctx context.Context, pl *compiledPlugin, h *compiledHook, domain *libvirtxml.Domain, ic InvocationContext) (*libvirtxml.Domain, error) {
-	vmiJSON, err := c.vmiBytes()
-	if err != nil {
-		return nil, fmt.Errorf("encoding the VMI: %w", err)
-	}
 	domainXML, err := domain.Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("encoding the domain: %w", err)
 	}
-	client, done, err := c.sidecar(ctx, pl, h)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	resp, err := client.GuestDefinition(ctx, &hooksv1alpha1.GuestDefinitionRequest{
-		DomainXml:      []byte(domainXML),
-		Vmi:            vmiJSON,
-		SidecarContext: &hooksv1alpha1.SidecarContext{InvocationContext: string(ic)},
+	var resp *hooksv1alpha1.GuestDefinitionResponse
+	err = c.callSidecar(ctx, pl, h, func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error {
+		var err error
+		resp, err = client.GuestDefinition(ctx, &hooksv1alpha1.GuestDefinitionRequest{
+			DomainXml:      []byte(domainXML),
+			Vmi:            vmiJSON,
+			SidecarContext: &hooksv1alpha1.SidecarContext{InvocationContext: string(ic)},
+		})
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("calling the sidecar (timeout %s): %w", h.timeout, err)
+		return nil, err
 	}
 	next, err := parseDomain(resp.GetDomainXml())
 	if err != nil {

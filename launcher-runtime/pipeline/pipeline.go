@@ -220,6 +220,28 @@ func (c *call) hookError(pl *compiledPlugin, h *compiledHook, err error) error {
 	return fmt.Errorf("plugin %q launcher hook #%d (%s) at %s: %w", pl.name, h.index, h.kind(), c.point, err)
 }
 
+// callSidecar encodes the VMI, waits for and connects to the hook's sidecar,
+// and makes the call rpc makes with the hook's timeout. An error of rpc is
+// the sidecar's; it is reported with the timeout in force.
+func (c *call) callSidecar(ctx context.Context, pl *compiledPlugin, h *compiledHook,
+	rpc func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error) error {
+	vmiJSON, err := c.vmiBytes()
+	if err != nil {
+		return fmt.Errorf("encoding the VMI: %w", err)
+	}
+	client, done, err := c.sidecar(ctx, pl, h)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	if err := rpc(ctx, client, vmiJSON); err != nil {
+		return fmt.Errorf("calling the sidecar (timeout %s): %w", h.timeout, err)
+	}
+	return nil
+}
+
 // sidecar waits for the hook's socket within the call's budget and returns
 // a client for it, and a function that closes the connection.
 func (c *call) sidecar(ctx context.Context, pl *compiledPlugin, h *compiledHook) (hooksv1alpha1.LauncherHookServiceClient, func(), error) {

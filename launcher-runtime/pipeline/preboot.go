@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -29,27 +28,15 @@ func (p *Pipeline) PreBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachineIn
 	}
 	c := p.newCall(pluginv1alpha1.PreBoot, vmi)
 	return c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
-		vmiJSON, err := c.vmiBytes()
-		if err != nil {
-			return fmt.Errorf("encoding the VMI: %w", err)
-		}
-		client, done, err := c.sidecar(ctx, pl, h)
-		if err != nil {
+		return c.callSidecar(ctx, pl, h, func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error {
+			_, err := client.PreBoot(ctx, &hooksv1alpha1.PreBootRequest{
+				Vmi: vmiJSON,
+				Artifacts: &hooksv1alpha1.BootArtifacts{
+					CloudInitIso:     artifacts.CloudInitISO,
+					EphemeralDiskDir: artifacts.EphemeralDiskDir,
+				},
+			})
 			return err
-		}
-		defer done()
-		ctx, cancel := context.WithTimeout(ctx, h.timeout)
-		defer cancel()
-		_, err = client.PreBoot(ctx, &hooksv1alpha1.PreBootRequest{
-			Vmi: vmiJSON,
-			Artifacts: &hooksv1alpha1.BootArtifacts{
-				CloudInitIso:     artifacts.CloudInitISO,
-				EphemeralDiskDir: artifacts.EphemeralDiskDir,
-			},
 		})
-		if err != nil {
-			return fmt.Errorf("calling the sidecar (timeout %s): %w", h.timeout, err)
-		}
-		return nil
 	})
 }

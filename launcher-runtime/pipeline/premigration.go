@@ -32,24 +32,18 @@ func (p *Pipeline) PreMigrationSource(ctx context.Context, vmi *kubevirtv1.Virtu
 	current := &MigrationResult{Flags: flags, Params: migrationparams.Clone(params)}
 	c := p.newCall(pluginv1alpha1.PreMigrationSource, vmi)
 	err := c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
-		vmiJSON, err := c.vmiBytes()
-		if err != nil {
-			return fmt.Errorf("encoding the VMI: %w", err)
-		}
-		client, done, err := c.sidecar(ctx, pl, h)
-		if err != nil {
+		var resp *hooksv1alpha1.PreMigrationSourceResponse
+		err := c.callSidecar(ctx, pl, h, func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error {
+			var err error
+			resp, err = client.PreMigrationSource(ctx, &hooksv1alpha1.PreMigrationSourceRequest{
+				Vmi:    vmiJSON,
+				Flags:  current.Flags,
+				Params: current.Params,
+			})
 			return err
-		}
-		defer done()
-		ctx, cancel := context.WithTimeout(ctx, h.timeout)
-		defer cancel()
-		resp, err := client.PreMigrationSource(ctx, &hooksv1alpha1.PreMigrationSourceRequest{
-			Vmi:    vmiJSON,
-			Flags:  current.Flags,
-			Params: current.Params,
 		})
 		if err != nil {
-			return fmt.Errorf("calling the sidecar (timeout %s): %w", h.timeout, err)
+			return err
 		}
 		nextFlags, nextParams, err := migrationparams.Apply(current.Flags, current.Params, resp)
 		if err != nil {
