@@ -63,14 +63,22 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 	if err != nil {
 		return fmt.Errorf("migrate domain %q: %w", name, err)
 	}
+	uuid, err := dom.GetUUIDString()
+	if err != nil {
+		return fmt.Errorf("migrate domain %q: UUID: %w", name, err)
+	}
 	conn, err := dom.DomainGetConnect()
 	if err != nil {
 		return fmt.Errorf("migrate domain %q: connection: %w", name, err)
 	}
 	lib, err := conn.GetLibVersion()
+	connURI, uriErr := conn.GetURI()
 	_, _ = conn.Close() // drops only the reference DomainGetConnect took
 	if err != nil {
 		return fmt.Errorf("migrate domain %q: libvirt version: %w", name, err)
+	}
+	if uriErr != nil {
+		return fmt.Errorf("migrate domain %q: connection URI: %w", name, uriErr)
 	}
 	mp, err := MigrateParameters(params, Version(lib))
 	if err != nil {
@@ -92,7 +100,7 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 		return nil
 	case <-ctx.Done():
 	}
-	return abort(dom, name, destURI, ctx.Err(), done)
+	return abort(dom, connURI, uuid, name, destURI, ctx.Err(), done)
 }
 
 // MigrateFlags converts a VIR_MIGRATE_* bitmask as the hooks exchange it
@@ -112,12 +120,21 @@ const abortRetry = 100 * time.Millisecond
 // abort stops the migration job whose MigrateToURI3 reports on done. Right
 // after MigrateToURI3 was called the job may not exist yet, and AbortJob
 // then fails: it is retried until MigrateToURI3 returns.
-func abort(dom *golibvirt.Domain, name, destURI string, cause error, done <-chan error) error {
+//
+// The abort travels on a connection of its own to connURI. While
+// MigrateToURI3 waits for its reply, libvirt's client library may hold a
+// second call on the same connection back until that reply arrives (seen
+// with libvirt 9.0 on a loaded machine): an abort sent there would reach
+// the daemon only after the migration had completed. Only when no second
+// connection can be opened is dom's own connection used.
+func abort(dom *golibvirt.Domain, connURI, uuid, name, destURI string, cause error, done <-chan error) error {
+	target, release := abortHandle(dom, connURI, uuid)
+	defer release()
 	tick := time.NewTicker(abortRetry)
 	defer tick.Stop()
 	var abortErr error
 	for {
-		if abortErr = dom.AbortJob(); abortErr == nil {
+		if abortErr = target.AbortJob(); abortErr == nil {
 			break
 		}
 		select {
@@ -127,6 +144,25 @@ func abort(dom *golibvirt.Domain, name, destURI string, cause error, done <-chan
 		}
 	}
 	return aborted(name, destURI, cause, nil, <-done)
+}
+
+// abortHandle returns the domain with UUID uuid on a new connection to
+// connURI, or dom itself when that connection or lookup fails, and the
+// function that releases what it opened.
+func abortHandle(dom *golibvirt.Domain, connURI, uuid string) (*golibvirt.Domain, func()) {
+	conn, err := golibvirt.NewConnect(connURI)
+	if err != nil {
+		return dom, func() {}
+	}
+	own, err := conn.LookupDomainByUUIDString(uuid)
+	if err != nil {
+		_, _ = conn.Close()
+		return dom, func() {}
+	}
+	return own, func() {
+		_ = own.Free()
+		_, _ = conn.Close()
+	}
 }
 
 func aborted(name, destURI string, cause, abortErr, migErr error) error {

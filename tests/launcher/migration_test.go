@@ -154,14 +154,21 @@ func TestMigrateAbortsTheJobWhenTheContextIsCancelled(t *testing.T) {
 	result := make(chan error, 1)
 	go func() { result <- lrlibvirt.Migrate(migCtx, dom, target.PeerURI(), p2pLive, params) }()
 
-	// Cancel once RAM is being transferred.
+	// Cancel once RAM is being transferred. The job is watched on a
+	// connection of its own, as Migrate's abort is sent: a call on the
+	// connection MigrateToURI3 occupies may wait for that call to return.
+	watched, err := source.ConnectT(t).LookupDomainByName(domain.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watched.Free()
 	waitFor(t, ctx, "the migration job to transfer data", func() (bool, error) {
 		select {
 		case err := <-result:
 			t.Fatalf("migration ended before it was cancelled: %v", err)
 		default:
 		}
-		info, err := dom.GetJobInfo()
+		info, err := watched.GetJobInfo()
 		if err != nil {
 			return false, err
 		}
