@@ -98,6 +98,33 @@ func fileSHA256(t *testing.T, path string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// multusVMI is a VMI selected by the cloudinit-network sample, with a pod
+// network and a Multus secondary network whose status the annotation gives.
+func multusVMI(name string) *kubevirtv1.VirtualMachineInstance {
+	vmi := newVMI(name, map[string]string{"plugins.example.com/cloudinit-network": "true"})
+	vmi.Annotations = map[string]string{"k8s.v1.cni.cncf.io/network-status": networkStatus}
+	vmi.Spec.Networks = []kubevirtv1.Network{
+		{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
+		{Name: "secondary", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "secondary"}}},
+	}
+	vmi.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{
+		{Name: "default", MacAddress: "02:00:00:00:00:01"},
+		{Name: "secondary", MacAddress: secondaryMAC},
+	}
+	return vmi
+}
+
+// cdrom is the read-only IDE CD-ROM a launcher attaches its cloud-init ISO as.
+func cdrom(iso string) libvirtxml.DomainDisk {
+	return libvirtxml.DomainDisk{
+		Device:   "cdrom",
+		Driver:   &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
+		Source:   &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: iso}},
+		Target:   &libvirtxml.DomainDiskTarget{Dev: "hdc", Bus: "ide"},
+		ReadOnly: &libvirtxml.DomainDiskReadOnly{},
+	}
+}
+
 func TestPreBootSidecarRewritesCloudInitISOBeforeTheDomainStarts(t *testing.T) {
 	ctx := testContext(t)
 	// The ISO directory is bind-mounted into the libvirtd container at the
@@ -112,17 +139,7 @@ func TestPreBootSidecarRewritesCloudInitISOBeforeTheDomainStarts(t *testing.T) {
 	startSidecar(t, sidecarBinary(t, "cloudinit-network/cmd/cloudinit-network"), "cloudinit-network", root)
 	p := newPipeline(t, root, plugins(t, samplePlugin(t, "cloudinit-network")))
 
-	vmi := newVMI("vm-cidata", map[string]string{"plugins.example.com/cloudinit-network": "true"})
-	vmi.Annotations = map[string]string{"k8s.v1.cni.cncf.io/network-status": networkStatus}
-	vmi.Spec.Networks = []kubevirtv1.Network{
-		{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
-		{Name: "secondary", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "secondary"}}},
-	}
-	vmi.Spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{
-		{Name: "default", MacAddress: "02:00:00:00:00:01"},
-		{Name: "secondary", MacAddress: secondaryMAC},
-	}
-
+	vmi := multusVMI("vm-cidata")
 	if err := p.PreBoot(ctx, vmi, pipeline.Artifacts{CloudInitISO: iso, EphemeralDiskDir: dir}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,13 +165,7 @@ func TestPreBootSidecarRewritesCloudInitISOBeforeTheDomainStarts(t *testing.T) {
 	node := libvirtd.StartT(t, libvirtd.Options{Binds: []string{dir + ":" + dir}})
 	conn := node.ConnectT(t)
 	domain := libvirtd.DisklessDomain("vm-cidata")
-	domain.Devices.Disks = []libvirtxml.DomainDisk{{
-		Device:   "cdrom",
-		Driver:   &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
-		Source:   &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: iso}},
-		Target:   &libvirtxml.DomainDiskTarget{Dev: "hdc", Bus: "ide"},
-		ReadOnly: &libvirtxml.DomainDiskReadOnly{},
-	}}
+	domain.Devices.Disks = []libvirtxml.DomainDisk{cdrom(iso)}
 	dom, err := lrlibvirt.DefineAndStart(ctx, conn, domain)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, node.Logs(ctx))
@@ -185,5 +196,78 @@ done`
 	}
 	if got := strings.Fields(out); len(got) == 0 || got[0] != rewritten {
 		t.Fatalf("QEMU's open descriptors of %s hash to %q, want the rewritten ISO %s", iso, got, rewritten)
+	}
+}
+
+// The host may run PreBoot again after a start failed. The cloudinit-network
+// sample then finds the ISO it rewrote on the first run: the second run must
+// leave the same content (one entry for the secondary network, not two),
+// and the domain that finally starts uses it.
+func TestPreBootRerunAfterAFailedStartLeavesTheSameArtifacts(t *testing.T) {
+	ctx := testContext(t)
+	dir := shortTempDir(t, "kvp-iso-")
+	iso := filepath.Join(dir, "noCloud.iso")
+	makeNoCloudISO(t, iso)
+
+	root := shortTempDir(t, "kvp-sock-")
+	startSidecar(t, sidecarBinary(t, "cloudinit-network/cmd/cloudinit-network"), "cloudinit-network", root)
+	p := newPipeline(t, root, plugins(t, samplePlugin(t, "cloudinit-network")))
+	vmi := multusVMI("vm-rerun")
+	artifacts := pipeline.Artifacts{CloudInitISO: iso, EphemeralDiskDir: dir}
+
+	node := libvirtd.StartT(t, libvirtd.Options{Binds: []string{dir + ":" + dir}})
+	conn := node.ConnectT(t)
+	// A data disk whose volume is not there yet makes the first start fail,
+	// as a launcher's start fails when a volume is not ready.
+	data := filepath.Join(dir, "data.raw")
+	domain := libvirtd.DisklessDomain("vm-rerun")
+	domain.UUID = "4d8c2b5e-8d0f-4a57-9a43-2b1f5a0c7e11" // the retry redefines the same domain
+	domain.Devices.Disks = []libvirtxml.DomainDisk{cdrom(iso), {
+		Device: "disk",
+		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
+		Source: &libvirtxml.DomainDiskSource{File: &libvirtxml.DomainDiskSourceFile{File: data}},
+		Target: &libvirtxml.DomainDiskTarget{Dev: "vda", Bus: "virtio"},
+	}}
+
+	first, err := p.Boot(ctx, vmi, domain, artifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterFirst := isoFile(t, iso, "network-config")
+	if n := strings.Count(afterFirst, secondaryMAC); n != 1 {
+		t.Fatalf("network-config after the first PreBoot names %s %d times, want once:\n%s", secondaryMAC, n, afterFirst)
+	}
+	if dom, err := lrlibvirt.DefineAndStart(ctx, conn, first); err == nil {
+		dom.Free()
+		t.Fatal("the first start succeeded although the data disk is missing")
+	} else if !strings.Contains(err.Error(), "start domain") || !strings.Contains(err.Error(), data) {
+		t.Fatalf("first start: %v, want a start error naming %s", err, data)
+	}
+
+	// The volume arrives; the host runs the boot hooks again and starts.
+	if err := os.WriteFile(data, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, err := p.Boot(ctx, vmi, domain, artifacts)
+	if err != nil {
+		t.Fatalf("PreBoot re-run: %v", err)
+	}
+	afterSecond := isoFile(t, iso, "network-config")
+	if afterSecond != afterFirst {
+		t.Fatalf("network-config changed when PreBoot ran again:\nfirst run:\n%s\nsecond run:\n%s", afterFirst, afterSecond)
+	}
+	if got := isoFile(t, iso, "user-data"); got != userData {
+		t.Fatalf("user-data after the re-run = %q, want it unchanged", got)
+	}
+	if label := isoLabel(t, iso); !strings.EqualFold(label, "cidata") {
+		t.Fatalf("volume label after the re-run = %q, want cidata", label)
+	}
+	dom, err := lrlibvirt.DefineAndStart(ctx, conn, second)
+	if err != nil {
+		t.Fatalf("start after the re-run: %v\n%s", err, node.Logs(ctx))
+	}
+	defer dom.Free()
+	if state, _, err := dom.GetState(); err != nil || state != golibvirt.DOMAIN_RUNNING {
+		t.Fatalf("domain state %d (%v), want running", state, err)
 	}
 }
