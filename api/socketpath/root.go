@@ -51,7 +51,9 @@ func (r *Root) Resolve() (string, error) {
 }
 
 // Walk checks with Lstat each of the components below the root, in order,
-// and returns the path to dial (below the resolved root).
+// and returns the path to dial (below the resolved root). A component can
+// still be swapped between Walk and a later connect(2); Dial has no such
+// window.
 func (r *Root) Walk(components []string) (string, error) {
 	cur, err := r.Resolve()
 	if err != nil {
@@ -66,15 +68,24 @@ func (r *Root) Walk(components []string) (string, error) {
 			}
 			return "", fmt.Errorf("%w: %w", ErrRejected, err)
 		}
-		last := i == len(components)-1
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return "", fmt.Errorf("%w: %s is a symlink; symlinks are not allowed below the socket root %s", ErrRejected, cur, r.dir)
-		case !last && !fi.IsDir():
-			return "", fmt.Errorf("%w: %s is not a directory", ErrRejected, cur)
-		case last && fi.Mode()&fs.ModeSocket == 0:
-			return "", fmt.Errorf("%w: %s is not a socket (mode %s)", ErrRejected, cur, fi.Mode().Type())
+		if err := r.check(cur, fi.Mode().Type(), i == len(components)-1); err != nil {
+			return "", err
 		}
 	}
 	return cur, nil
+}
+
+// check applies the rules to the component at path of the given type: no
+// symlink, a directory unless it is the last component, which must be a
+// socket.
+func (r *Root) check(path string, typ fs.FileMode, last bool) error {
+	switch {
+	case typ&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s is a symlink; symlinks are not allowed below the socket root %s", ErrRejected, path, r.dir)
+	case !last && typ&fs.ModeDir == 0:
+		return fmt.Errorf("%w: %s is not a directory", ErrRejected, path)
+	case last && typ&fs.ModeSocket == 0:
+		return fmt.Errorf("%w: %s is not a socket (mode %s)", ErrRejected, path, typ)
+	}
+	return nil
 }

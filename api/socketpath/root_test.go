@@ -1,7 +1,9 @@
 package socketpath_test
 
 import (
+	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -11,6 +13,8 @@ import (
 	"github.com/kubevirt-plugins/framework/api/socketpath"
 )
 
+// listen serves path with a server that writes the socket's file name to
+// every connection and closes it, so a test can tell which socket it reached.
 func listen(t *testing.T, path string) {
 	t.Helper()
 	l, err := net.Listen("unix", path)
@@ -18,6 +22,16 @@ func listen(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte(filepath.Base(path)))
+			_ = c.Close()
+		}
+	}()
 }
 
 func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
@@ -73,6 +87,29 @@ func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
 			case "missing":
 				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, socketpath.ErrRejected) {
 					t.Fatalf("Walk = %q, %v; want fs.ErrNotExist, not a rejection", got, err)
+				}
+			}
+
+			// Dial applies the same rules and connects only when they hold.
+			conn, err := root.Dial(context.Background(), tc.components)
+			if conn != nil {
+				defer conn.Close()
+			}
+			switch tc.want {
+			case "ok":
+				if err != nil {
+					t.Fatalf("Dial: %v", err)
+				}
+				if b, err := io.ReadAll(conn); err != nil || string(b) != "hook.sock" {
+					t.Fatalf("Dial reached a server that says %q (%v), want hook.sock", b, err)
+				}
+			case "rejected":
+				if !errors.Is(err, socketpath.ErrRejected) {
+					t.Fatalf("Dial: %v; want ErrRejected", err)
+				}
+			case "missing":
+				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, socketpath.ErrRejected) {
+					t.Fatalf("Dial: %v; want fs.ErrNotExist, not a rejection", err)
 				}
 			}
 		})

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
@@ -117,7 +119,19 @@ func New(opts Options) (*Dispatcher, error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	pool := connpool.New(connpool.Options{MaxInFlight: opts.MaxInFlightPerSocket})
+	pool := connpool.New(connpool.Options{
+		MaxInFlight: opts.MaxInFlightPerSocket,
+		// Connections are keyed by the socket as Plugins declare it, and
+		// every connect(2), gRPC's reconnects included, goes through the
+		// checker rather than to a path checked earlier.
+		Dial: func(socket string) (*grpc.ClientConn, error) {
+			return grpc.NewClient("passthrough:///"+socket,
+				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+					return checker.Dial(ctx, socket)
+				}),
+				grpc.WithTransportCredentials(insecure.NewCredentials()))
+		},
+	})
 	return &Dispatcher{
 		plugins: opts.Plugins, cel: opts.CEL, sockets: checker,
 		pool: pool, call: pool, metrics: m, log: log,
@@ -223,11 +237,13 @@ func (d *Dispatcher) execute(ctx context.Context, h selected, point pluginv1alph
 			"hookPoint", string(point), "outcome", outcome, "duration", time.Since(start))
 	}()
 
-	path, err := d.sockets.Check(h.hook.Socket)
-	if err != nil {
+	// Checked before a pooled connection is used, so that a socket that is
+	// gone or refused fails the call with the reason rather than with
+	// gRPC's unavailable.
+	if _, err = d.sockets.Check(h.hook.Socket); err != nil {
 		return err
 	}
-	err = d.call.Call(callCtx, path, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+	err = d.call.Call(callCtx, h.hook.Socket, func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		_, err := hooksv1alpha1.NewNodeHookServiceClient(cc).ExecuteNodeHook(ctx, req)
 		return err
 	})
@@ -259,9 +275,7 @@ func (d *Dispatcher) prune(snap store.Snapshot) {
 	inUse := map[string]bool{}
 	for _, p := range snap.Plugins {
 		for _, h := range p.Spec.NodeHooks {
-			if path, err := d.sockets.Check(h.Socket); err == nil {
-				inUse[path] = true
-			}
+			inUse[h.Socket] = true
 		}
 	}
 	d.pool.Forget(func(path string) bool { return inUse[path] })

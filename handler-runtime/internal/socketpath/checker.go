@@ -1,8 +1,10 @@
 package socketpath
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 
@@ -41,10 +43,35 @@ func New(roots []string) (*Checker, error) {
 // below the resolved root. It fails when socket is not clean and absolute,
 // is not below an allowed root, when any component below the root is a
 // symlink or missing, when the last component is not a socket, or when the
-// path to dial exceeds MaxLength.
+// path to dial exceeds MaxLength. Dial applies the same rules without a
+// window between the check and connect(2).
 func (c *Checker) Check(socket string) (string, error) {
+	root, rel, err := c.locate(socket)
+	if err != nil {
+		return "", err
+	}
+	dial, err := root.Walk(rel)
+	return dial, explain(socket, err)
+}
+
+// Dial connects to socket after the checks of Check, holding each
+// component open while it is checked (socketpath.Root.Dial), so that a
+// component swapped for a symlink after the check is not followed.
+func (c *Checker) Dial(ctx context.Context, socket string) (net.Conn, error) {
+	root, rel, err := c.locate(socket)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := root.Dial(ctx, rel)
+	return conn, explain(socket, err)
+}
+
+// locate finds the allowed root socket is below and the components below
+// it, refusing a path that is not clean and absolute, below no root, or
+// too long to dial.
+func (c *Checker) locate(socket string) (*fspath.Root, []string, error) {
 	if !filepath.IsAbs(socket) || filepath.Clean(socket) != socket {
-		return "", fmt.Errorf("%w: %q must be an absolute path without '..', repeated or trailing '/'", ErrNotAllowed, socket)
+		return nil, nil, fmt.Errorf("%w: %q must be an absolute path without '..', repeated or trailing '/'", ErrNotAllowed, socket)
 	}
 	for _, r := range c.roots {
 		rel, ok := below(r.Dir(), socket)
@@ -53,21 +80,27 @@ func (c *Checker) Check(socket string) (string, error) {
 		}
 		base, err := r.Resolve()
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", ErrNotAllowed, err)
+			return nil, nil, fmt.Errorf("%w: %v", ErrNotAllowed, err)
 		}
 		if dial := filepath.Join(base, rel); len(dial) > MaxLength {
-			return "", fmt.Errorf("%w: %q resolves to %q, longer than %d bytes", ErrNotAllowed, socket, dial, MaxLength)
+			return nil, nil, fmt.Errorf("%w: %q resolves to %q, longer than %d bytes", ErrNotAllowed, socket, dial, MaxLength)
 		}
-		dial, err := r.Walk(strings.Split(rel, "/"))
-		switch {
-		case errors.Is(err, fspath.ErrRejected):
-			return "", fmt.Errorf("%w: %q: %w", ErrNotAllowed, socket, err)
-		case err != nil:
-			return "", fmt.Errorf("socket %q: %w", socket, err)
-		}
-		return dial, nil
+		return r, strings.Split(rel, "/"), nil
 	}
-	return "", fmt.Errorf("%w: %q is not under an allowed root (%s)", ErrNotAllowed, socket, c.describeRoots())
+	return nil, nil, fmt.Errorf("%w: %q is not under an allowed root (%s)", ErrNotAllowed, socket, c.describeRoots())
+}
+
+// explain names socket in an error of the root's Walk or Dial and marks a
+// rejection with ErrNotAllowed.
+func explain(socket string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fspath.ErrRejected):
+		return fmt.Errorf("%w: %q: %w", ErrNotAllowed, socket, err)
+	default:
+		return fmt.Errorf("socket %q: %w", socket, err)
+	}
 }
 
 func (c *Checker) describeRoots() string {

@@ -1,6 +1,7 @@
 package socketpath
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"net"
@@ -92,6 +93,26 @@ func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
 			default:
 				if err != nil || got != tt.socket {
 					t.Fatalf("Check(%q) = %q, %v; want the path itself", tt.socket, got, err)
+				}
+			}
+
+			// Dial refuses what Check refuses and connects to the rest.
+			conn, err := c.Dial(context.Background(), tt.socket)
+			if conn != nil {
+				conn.Close()
+			}
+			switch {
+			case tt.notAllowed:
+				if !errors.Is(err, ErrNotAllowed) {
+					t.Fatalf("Dial(%q): %v; want ErrNotAllowed", tt.socket, err)
+				}
+			case tt.notExist:
+				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotAllowed) {
+					t.Fatalf("Dial(%q): %v; want a not-exist error", tt.socket, err)
+				}
+			default:
+				if err != nil {
+					t.Fatalf("Dial(%q): %v", tt.socket, err)
 				}
 			}
 		})

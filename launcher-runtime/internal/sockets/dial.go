@@ -8,18 +8,19 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// Dial returns a gRPC client for a plugin's declared socketPath. The path is
-// checked again (Check) each time the connection is established, right
-// before connect(2), so a socket swapped for a symlink after the wait is
-// refused. maxMessageSize bounds messages in both directions.
+// Dial returns a gRPC client for a plugin's declared socketPath. Each time
+// the connection is established the path is checked again and connected
+// with socketpath.Root.Dial, which holds every component open while it is
+// checked: a directory or socket swapped for a symlink after the wait, or
+// between the check and connect(2), is refused rather than followed.
+// maxMessageSize bounds messages in both directions.
 func (r *Root) Dial(pluginName, socketPath string, maxMessageSize int) (*grpc.ClientConn, error) {
 	dial := func(ctx context.Context, _ string) (net.Conn, error) {
-		path, err := r.Check(pluginName, socketPath)
+		parts, err := relative(pluginName, socketPath)
 		if err != nil {
 			return nil, err
 		}
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
+		return r.fs.Dial(ctx, parts)
 	}
 	return grpc.NewClient("passthrough:///"+socketPath,
 		grpc.WithContextDialer(dial),
