@@ -1,38 +1,14 @@
-package socketpath_test
+package socketpath
 
 import (
 	"context"
 	"errors"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/kubevirt-plugins/framework/api/socketpath"
 )
-
-// listen serves path with a server that writes the socket's file name to
-// every connection and closes it, so a test can tell which socket it reached.
-func listen(t *testing.T, path string) {
-	t.Helper()
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte(filepath.Base(path)))
-			_ = c.Close()
-		}
-	}()
-}
 
 func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
 	base, err := os.MkdirTemp("", "sp-")
@@ -46,7 +22,7 @@ func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	listen(t, filepath.Join(real, "p", "hook.sock"))
+	serve(t, filepath.Join(real, "p", "hook.sock"), "hook.sock")
 	if err := os.WriteFile(filepath.Join(real, "p", "file.sock"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +35,7 @@ func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	root := socketpath.NewRoot(filepath.Join(base, "root"))
+	root := NewRoot(filepath.Join(base, "root"))
 	for _, tc := range []struct {
 		name       string
 		components []string
@@ -81,11 +57,11 @@ func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
 					t.Fatalf("Walk = %q, %v; want the path below the resolved root", got, err)
 				}
 			case "rejected":
-				if !errors.Is(err, socketpath.ErrRejected) {
+				if !errors.Is(err, ErrRejected) {
 					t.Fatalf("Walk = %q, %v; want ErrRejected", got, err)
 				}
 			case "missing":
-				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, socketpath.ErrRejected) {
+				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrRejected) {
 					t.Fatalf("Walk = %q, %v; want fs.ErrNotExist, not a rejection", got, err)
 				}
 			}
@@ -104,11 +80,11 @@ func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
 					t.Fatalf("Dial reached a server that says %q (%v), want hook.sock", b, err)
 				}
 			case "rejected":
-				if !errors.Is(err, socketpath.ErrRejected) {
+				if !errors.Is(err, ErrRejected) {
 					t.Fatalf("Dial: %v; want ErrRejected", err)
 				}
 			case "missing":
-				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, socketpath.ErrRejected) {
+				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrRejected) {
 					t.Fatalf("Dial: %v; want fs.ErrNotExist, not a rejection", err)
 				}
 			}
