@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
-	"github.com/kubevirt-plugins/framework/handler-runtime/internal/connpool"
 )
 
 // fixtureVMI is a real VMI manifest shared by the project's tests, so that
@@ -81,11 +80,13 @@ func BenchmarkDispatch(b *testing.B) {
 }
 
 // dialPerCall is the baseline the pool is measured against: a new client
-// connection for every call, closed afterwards.
-type dialPerCall struct{}
+// connection for every call, dialed as the pool dials, closed afterwards.
+type dialPerCall struct {
+	dial func(socket string) (*grpc.ClientConn, error)
+}
 
-func (dialPerCall) Call(ctx context.Context, path string, fn func(context.Context, grpc.ClientConnInterface) error) error {
-	conn, err := connpool.Dial(path)
+func (c dialPerCall) Call(ctx context.Context, path string, fn func(context.Context, grpc.ClientConnInterface) error) error {
+	conn, err := c.dial(path)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func BenchmarkConnection(b *testing.B) {
 	})
 	b.Run("dial-per-call", func(b *testing.B) {
 		d := benchDispatcher(b, 1)
-		d.call = dialPerCall{}
+		d.call = dialPerCall{dial: checkedDial(d.sockets)}
 		runDispatch(b, d, vmi)
 	})
 }

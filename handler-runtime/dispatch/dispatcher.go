@@ -119,23 +119,26 @@ func New(opts Options) (*Dispatcher, error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	pool := connpool.New(connpool.Options{
-		MaxInFlight: opts.MaxInFlightPerSocket,
-		// Connections are keyed by the socket as Plugins declare it, and
-		// every connect(2), gRPC's reconnects included, goes through the
-		// checker rather than to a path checked earlier.
-		Dial: func(socket string) (*grpc.ClientConn, error) {
-			return grpc.NewClient("passthrough:///"+socket,
-				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-					return checker.Dial(ctx, socket)
-				}),
-				grpc.WithTransportCredentials(insecure.NewCredentials()))
-		},
-	})
+	// Connections are keyed by the socket as Plugins declare it.
+	pool := connpool.New(connpool.Options{MaxInFlight: opts.MaxInFlightPerSocket, Dial: checkedDial(checker)})
 	return &Dispatcher{
 		plugins: opts.Plugins, cel: opts.CEL, sockets: checker,
 		pool: pool, call: pool, metrics: m, log: log,
 	}, nil
+}
+
+// checkedDial returns a dial function for the connection pool whose
+// connections reach their socket only through checker: every connect(2),
+// gRPC's reconnects included, is checked component by component rather
+// than made to a path checked earlier.
+func checkedDial(checker *socketpath.Checker) func(socket string) (*grpc.ClientConn, error) {
+	return func(socket string) (*grpc.ClientConn, error) {
+		return grpc.NewClient("passthrough:///"+socket,
+			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+				return checker.Dial(ctx, socket)
+			}),
+			grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
 }
 
 // Close closes the pooled connections. Dispatches after Close fail.
