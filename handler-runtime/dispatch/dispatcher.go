@@ -12,7 +12,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
@@ -250,10 +252,23 @@ func (d *Dispatcher) execute(ctx context.Context, h selected, point pluginv1alph
 		_, err := hooksv1alpha1.NewNodeHookServiceClient(cc).ExecuteNodeHook(ctx, req)
 		return err
 	})
-	if err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+	if err != nil && ctx.Err() == nil && timedOut(callCtx, err) {
 		return fmt.Errorf("%w after %s: %w", ErrHookTimeout, timeout, err)
 	}
 	return err
+}
+
+// timedOut reports whether a call on callCtx ended with err because its
+// deadline passed. The server enforces the deadline gRPC sends it, and on
+// a loaded node its reset can arrive before the client's own timer has
+// marked callCtx done: a DeadlineExceeded status at or after the deadline
+// counts as well. One the server returns earlier is its own error.
+func timedOut(callCtx context.Context, err error) bool {
+	if errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	deadline, ok := callCtx.Deadline()
+	return ok && status.Code(err) == codes.DeadlineExceeded && !time.Now().Before(deadline)
 }
 
 // holds evaluates a condition; an empty one always holds.
