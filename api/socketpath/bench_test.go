@@ -1,0 +1,68 @@
+package socketpath
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkDial is the cost of one checked connect to a socket two levels
+// below the root: Dial (each component held open while checked, connect
+// through /proc/self/fd) next to Walk followed by a path connect, which
+// leaves a window between the check and connect(2). Each iteration closes
+// the connection it made.
+func BenchmarkDial(b *testing.B) {
+	base, err := os.MkdirTemp("", "spb-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.MkdirAll(filepath.Join(base, "plugin"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(base, "plugin", "hook.sock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	root := NewRoot(base)
+	components := []string{"plugin", "hook.sock"}
+	ctx := context.Background()
+
+	b.Run("checked-dial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			conn, err := root.Dial(ctx, components)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = conn.Close()
+		}
+	})
+	b.Run("walk-then-dial", func(b *testing.B) {
+		b.ReportAllocs()
+		var d net.Dialer
+		for b.Loop() {
+			path, err := root.Walk(components)
+			if err != nil {
+				b.Fatal(err)
+			}
+			conn, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = conn.Close()
+		}
+	})
+}
