@@ -18,8 +18,9 @@
 // each bounded by the hook's timeout (30s by default). Before dialing, a hook
 // point call waits for missing sockets within one budget shared by all its
 // sidecars (Options.SocketWaitBudget, 30s), and every path component below
-// the sockets root is checked with Lstat when the connection is made: a
-// symlink is refused.
+// the sockets root is checked when the connection is made, on the open
+// descriptor of the component itself (api/socketpath.Root.Dial): a symlink
+// is refused, also one swapped in after an earlier check.
 //
 // Errors name the plugin, the hook's index in spec.launcherHooks, its kind
 // and the hook point, and wrap the cause:
