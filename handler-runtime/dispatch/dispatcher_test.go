@@ -369,3 +369,41 @@ func TestUnknownHookPointIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// The connection to a socket no Plugin names any more is closed at the next
+// dispatch after the change; the connections still in use stay open.
+func TestConnectionsToSocketsNoPluginNamesAreClosed(t *testing.T) {
+	root := socketRoot(t)
+	j := &journal{}
+	gone := &hookServer{name: "gone", journal: j}
+	stays := &hookServer{name: "stays", journal: j}
+	goneSock, staysSock := serve(t, root, gone), serve(t, root, stays)
+	d, src := newDispatcher(t, root, nil,
+		plugin("a", "", nodeHook(goneSock, pluginv1alpha1.PreVMStart)),
+		plugin("b", "", nodeHook(staysSock, pluginv1alpha1.PreVMStart)))
+
+	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{}); err != nil {
+		t.Fatal(err)
+	}
+	if g, s := gone.open.Load(), stays.open.Load(); g != 1 || s != 1 {
+		t.Fatalf("open connections after the first dispatch: gone %d, stays %d; want 1 each", g, s)
+	}
+
+	src.snap = store.Snapshot{Plugins: []*pluginv1alpha1.Plugin{plugin("b", "", nodeHook(staysSock, pluginv1alpha1.PreVMStart))}, Enabled: true, Revision: 2}
+	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for gone.open.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the connection to %s is still open after its Plugin was deleted", goneSock)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := stays.open.Load(); s != 1 {
+		t.Fatalf("open connections to the socket still in use: %d, want the one pooled connection", s)
+	}
+	if n := len(j.all()); n != 3 {
+		t.Fatalf("servers saw %d calls, want 3", n)
+	}
+}

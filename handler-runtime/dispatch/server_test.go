@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -58,6 +59,8 @@ type hookServer struct {
 	release chan struct{}
 	entered chan string
 	grpc    *grpc.Server
+	// open counts the connections the server holds.
+	open atomic.Int32
 }
 
 func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.ExecuteNodeHookRequest) (*hooksv1alpha1.ExecuteNodeHookResponse, error) {
@@ -105,9 +108,36 @@ func serve(t testing.TB, root string, s *hookServer) string {
 	}
 	s.grpc = grpc.NewServer()
 	hooksv1alpha1.RegisterNodeHookServiceServer(s.grpc, s)
-	go s.grpc.Serve(l)
+	go s.grpc.Serve(countingListener{Listener: l, open: &s.open})
 	t.Cleanup(s.grpc.Stop)
 	return path
+}
+
+// countingListener keeps count of the connections it accepted that are
+// not closed yet.
+type countingListener struct {
+	net.Listener
+	open *atomic.Int32
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.open.Add(1)
+	return &countedConn{Conn: c, open: l.open}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	open *atomic.Int32
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
 }
 
 // staticPlugins is a PluginSource with a fixed snapshot.
