@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,16 +47,38 @@ type event struct {
 	Failed    bool   `json:"failed"`
 }
 
-// startRecorder runs the recorder image with dir (below socketRoot)
-// bind-mounted at /data, serving dir/<socketName> and appending to
-// eventsDir/events.jsonl. Extra flags (delay, failures) follow.
+// runs numbers the test runs, so that every run of a test (go test -count)
+// has directories of its own below socketRoot.
+var runs struct {
+	sync.Mutex
+	ids map[*testing.T]int
+}
+
+// runDir is the directory below socketRoot of this run of the test t.
+func runDir(t *testing.T) string {
+	runs.Lock()
+	defer runs.Unlock()
+	if runs.ids == nil {
+		runs.ids = map[*testing.T]int{}
+	}
+	id, ok := runs.ids[t]
+	if !ok {
+		id = len(runs.ids) + 1
+		runs.ids[t] = id
+	}
+	return filepath.Join(socketRoot, "r"+strconv.Itoa(id))
+}
+
+// startRecorder runs the recorder image with dir (below this test run's
+// directory) bind-mounted at /data, serving dir/<socketName> and appending
+// to eventsDir/events.jsonl. Extra flags (delay, failures) follow.
 func startRecorder(t *testing.T, dir, socketName, eventsDir string, flags ...string) *recorder {
 	t.Helper()
-	hostDir := filepath.Join(socketRoot, dir)
+	hostDir := filepath.Join(runDir(t), dir)
 	if err := os.MkdirAll(hostDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	eventsHost := filepath.Join(socketRoot, eventsDir)
+	eventsHost := filepath.Join(runDir(t), eventsDir)
 	if err := os.MkdirAll(eventsHost, 0o755); err != nil {
 		t.Fatal(err)
 	}
