@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,14 +170,33 @@ func httpOK(url string) error {
 	return nil
 }
 
+// pemCerts returns the DER bytes of each certificate in a PEM bundle.
+func pemCerts(t *testing.T, bundle []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for {
+		var block *pem.Block
+		if block, bundle = pem.Decode(bundle); block == nil {
+			return out
+		}
+		out = append(out, block.Bytes)
+	}
+}
+
 func TestBinaryWithSelfSignedCertsPublishesTheCAAndServesWithIt(t *testing.T) {
+	ctx := context.Background()
+	var before admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := admin.Get(ctx, client.ObjectKey{Name: "plugin-controller"}, &before); err != nil {
+		t.Fatal(err)
+	}
+	previous := pemCerts(t, before.Webhooks[0].ClientConfig.CABundle)
+
 	rb := startBinary(t,
 		"--leader-elect",
 		"--webhook-cert-dir", t.TempDir(),
 		"--webhook-service-name", "plugin-controller-webhook",
 		"--webhook-service-namespace", controllerNamespace,
 	)
-	ctx := context.Background()
 
 	// The caBundle of the webhook configuration trusts the served
 	// certificate for the Service's name. (The configuration is the
@@ -199,8 +220,13 @@ func TestBinaryWithSelfSignedCertsPublishesTheCAAndServesWithIt(t *testing.T) {
 		}
 		return conn.Close()
 	})
-	if n := strings.Count(string(vwc.Webhooks[0].ClientConfig.CABundle), "BEGIN CERTIFICATE"); n != 2 {
-		t.Errorf("caBundle holds %d CAs, want the controller's and envtest's", n)
+	// The new CA comes first, and the CAs that were there (envtest's, and
+	// those of earlier runs) follow, up to the default bound of 4.
+	published := pemCerts(t, vwc.Webhooks[0].ClientConfig.CABundle)
+	if want := min(len(previous)+1, 4); len(published) != want {
+		t.Errorf("caBundle holds %d CAs, want %d: the controller's and the %d that were there", len(published), want, len(previous))
+	} else if !slices.EqualFunc(published[1:], previous[:want-1], bytes.Equal) {
+		t.Errorf("caBundle after the controller's CA differs from the bundle before it started")
 	}
 
 	// It won the Lease and runs its reconciler.
