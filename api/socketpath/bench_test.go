@@ -22,20 +22,7 @@ func BenchmarkDial(b *testing.B) {
 	if err := os.MkdirAll(filepath.Join(base, "plugin"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	l, err := net.Listen("unix", filepath.Join(base, "plugin", "hook.sock"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
+	serve(b, filepath.Join(base, "plugin", "hook.sock"), "hook.sock")
 	root := NewRoot(base)
 	components := []string{"plugin", "hook.sock"}
 	ctx := context.Background()

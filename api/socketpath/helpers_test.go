@@ -6,7 +6,7 @@ import (
 )
 
 // serve answers every connection on path with tag and closes it.
-func serve(t *testing.T, path, tag string) {
+func serve(t testing.TB, path, tag string) {
 	t.Helper()
 	l, err := net.Listen("unix", path)
 	if err != nil {

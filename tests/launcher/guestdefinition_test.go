@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	golibvirt "libvirt.org/go/libvirt"
-
-	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
 )
@@ -44,20 +41,7 @@ func TestDomainChangedByCELAndSidecarBootsWithBothChanges(t *testing.T) {
 	}
 	node := libvirtd.StartT(t, libvirtd.Options{})
 	conn := node.ConnectT(t)
-	dom, err := lrlibvirt.DefineAndStart(ctx, conn, domain)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, node.Logs(ctx))
-	}
-	defer dom.Free()
-	if state, _, err := dom.GetState(); err != nil || state != golibvirt.DOMAIN_RUNNING {
-		t.Fatalf("domain state %d (%v), want running", state, err)
-	}
-
-	out, err := node.Virsh(ctx, "dumpxml", "vm-gold")
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := parseDomain(t, out)
+	live := bootRunning(ctx, t, node, conn, domain)
 	// The CEL hook's changes.
 	if live.Title != "gold vm-gold" {
 		t.Errorf("title = %q, want the CEL hook's %q", live.Title, "gold vm-gold")

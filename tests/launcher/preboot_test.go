@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	golibvirt "libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
 	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
@@ -166,20 +165,7 @@ func TestPreBootSidecarRewritesCloudInitISOBeforeTheDomainStarts(t *testing.T) {
 	conn := node.ConnectT(t)
 	domain := libvirtd.DisklessDomain("vm-cidata")
 	domain.Devices.Disks = []libvirtxml.DomainDisk{cdrom(iso)}
-	dom, err := lrlibvirt.DefineAndStart(ctx, conn, domain)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, node.Logs(ctx))
-	}
-	defer dom.Free()
-	if state, _, err := dom.GetState(); err != nil || state != golibvirt.DOMAIN_RUNNING {
-		t.Fatalf("domain state %d (%v), want running", state, err)
-	}
-
-	out, err := node.Virsh(ctx, "dumpxml", "vm-cidata")
-	if err != nil {
-		t.Fatal(err)
-	}
-	live := parseDomain(t, out)
+	live := bootRunning(ctx, t, node, conn, domain)
 	if d := live.Devices.Disks; len(d) != 1 || d[0].Device != "cdrom" || d[0].Source == nil || d[0].Source.File == nil || d[0].Source.File.File != iso {
 		t.Fatalf("disks of the running domain = %+v, want the cdrom %s", d, iso)
 	}
@@ -190,7 +176,7 @@ func TestPreBootSidecarRewritesCloudInitISOBeforeTheDomainStarts(t *testing.T) {
 for f in /proc/$pid/fd/*; do
   if [ "$(readlink "$f")" = "$ISO" ]; then sha256sum <"$f" | cut -d' ' -f1; fi
 done`
-	out, err = node.Exec(ctx, "env", "ISO="+iso, "sh", "-c", script)
+	out, err := node.Exec(ctx, "env", "ISO="+iso, "sh", "-c", script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,12 +248,5 @@ func TestPreBootRerunAfterAFailedStartLeavesTheSameArtifacts(t *testing.T) {
 	if label := isoLabel(t, iso); !strings.EqualFold(label, "cidata") {
 		t.Fatalf("volume label after the re-run = %q, want cidata", label)
 	}
-	dom, err := lrlibvirt.DefineAndStart(ctx, conn, second)
-	if err != nil {
-		t.Fatalf("start after the re-run: %v\n%s", err, node.Logs(ctx))
-	}
-	defer dom.Free()
-	if state, _, err := dom.GetState(); err != nil || state != golibvirt.DOMAIN_RUNNING {
-		t.Fatalf("domain state %d (%v), want running", state, err)
-	}
+	bootRunning(ctx, t, node, conn, second)
 }

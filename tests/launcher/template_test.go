@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	golibvirt "libvirt.org/go/libvirt"
-
-	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
 )
@@ -29,19 +26,7 @@ func TestTemplateSidecarChangesTheDomainThatBoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := libvirtd.StartT(t, libvirtd.Options{})
-	dom, err := lrlibvirt.DefineAndStart(ctx, node.ConnectT(t), domain)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, node.Logs(ctx))
-	}
-	defer dom.Free()
-	if state, _, err := dom.GetState(); err != nil || state != golibvirt.DOMAIN_RUNNING {
-		t.Fatalf("domain state %d (%v), want running", state, err)
-	}
-	out, err := node.Virsh(ctx, "dumpxml", "vm-template")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if live := parseDomain(t, out); !strings.Contains(live.Description, "made from the template") {
+	if live := bootRunning(ctx, t, node, node.ConnectT(t), domain); !strings.Contains(live.Description, "made from the template") {
 		t.Errorf("live description %q, want the template sidecar's text", live.Description)
 	}
 
