@@ -10,9 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,30 +57,9 @@ func controllerKubeconfig(t *testing.T) string {
 	return path
 }
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
-
-// controllerBinary builds cmd/plugin-controller once, statically, as the
-// image does.
-func controllerBinary(t *testing.T) string {
-	t.Helper()
-	binaryOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "plugin-controller-bin")
-		if err != nil {
-			binaryErr = err
-			return
-		}
-		binaryPath = filepath.Join(dir, "plugin-controller")
-		binaryErr = gobuild.Static("plugin-controller", "./cmd/plugin-controller", binaryPath)
-	})
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	return binaryPath
-}
+// controllerBinary is cmd/plugin-controller, built statically as the
+// image has it; main_test.go removes it.
+var controllerBinary = &gobuild.Binary{Module: "plugin-controller", Pkg: "./cmd/plugin-controller"}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -122,7 +99,7 @@ type runningBinary struct {
 func startBinary(t *testing.T, args ...string) *runningBinary {
 	t.Helper()
 	rb := &runningBinary{probe: freePort(t), metrics: freePort(t), webhook: freePort(t), logs: &lockedBuffer{}}
-	cmd := exec.Command(controllerBinary(t), append([]string{
+	cmd := exec.Command(controllerBinary.Path(t), append([]string{
 		"--kubeconfig", controllerKubeconfig(t),
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(rb.probe),
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(rb.metrics),

@@ -76,6 +76,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer controllerBinary.Remove()
 	return m.Run()
 }
 

@@ -7,12 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,29 +18,9 @@ import (
 	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds cmd/label-syncer once per test binary run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "label-syncer-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "label-syncer")
-		buildErr = gobuild.Static("label-syncer", "./cmd/label-syncer", binPath)
-	})
-	if buildErr != nil {
-		t.Fatalf("building label-syncer: %v", buildErr)
-	}
-	return binPath
-}
+// syncerBinary is cmd/label-syncer, built statically as the image has it;
+// TestMain removes it.
+var syncerBinary = &gobuild.Binary{Module: "label-syncer", Pkg: "./cmd/label-syncer"}
 
 // kubeconfig writes a kubeconfig for an administrator of the test server.
 func kubeconfig(t *testing.T) string {
@@ -56,7 +33,7 @@ func kubeconfig(t *testing.T) string {
 }
 
 func TestStartupRejectsInvalidEntriesNamingThem(t *testing.T) {
-	bin := binary(t)
+	bin := syncerBinary.Path(t)
 	cfg := kubeconfig(t)
 	cases := []struct {
 		name string
@@ -100,7 +77,7 @@ func TestStartupRejectsInvalidEntriesNamingThem(t *testing.T) {
 // TestBinaryWithValidEntriesSyncsAndServesMetrics runs the built binary
 // as the Deployment does and checks it syncs a VM and reports it.
 func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
-	bin := binary(t)
+	bin := syncerBinary.Path(t)
 	ns := newNamespace(t)
 	r := startVM(t, ns, "vm-binary", map[string]string{"ops.example.com/owner": "team-a"}, nil, outside)
 	probe, metricsAddr := freeAddr(t), freeAddr(t)

@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 	}
 	server = s
 	code := m.Run()
+	syncerBinary.Remove()
 	if err := s.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping the API server: %v\n", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
+	"testing"
 
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
@@ -30,4 +32,43 @@ func Static(module, pkg, out string) error {
 		return fmt.Errorf("go build %s in %s: %w\n%s", pkg, module, err, output)
 	}
 	return nil
+}
+
+// Binary is one command of the project, built at most once per test binary
+// run, into a temporary directory that outlives the test that built it.
+// Remove deletes it; call it from TestMain after the tests ran.
+type Binary struct {
+	// Module is the repository directory of the module, Pkg the package
+	// in it, as for Static.
+	Module, Pkg string
+
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// Path builds the binary on first use and returns its path. A failed
+// build fails tb, and every later caller too.
+func (b *Binary) Path(tb testing.TB) string {
+	tb.Helper()
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "kvp-bin-")
+		if b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, filepath.Base(b.Pkg))
+		b.err = Static(b.Module, b.Pkg, b.path)
+	})
+	if b.err != nil {
+		tb.Fatalf("building %s of %s: %v", b.Pkg, b.Module, b.err)
+	}
+	return b.path
+}
+
+// Remove deletes the built binary, if any.
+func (b *Binary) Remove() {
+	if b.dir != "" {
+		_ = os.RemoveAll(b.dir)
+	}
 }
