@@ -23,6 +23,9 @@ import (
 // would follow it. Errors are those of Walk: fs.ErrNotExist while a
 // component is missing, ErrRejected for a path that must not be dialed.
 func (r *Root) Dial(ctx context.Context, components []string) (net.Conn, error) {
+	if len(components) == 0 {
+		return nil, errNoComponents
+	}
 	cur, err := r.Resolve()
 	if err != nil {
 		return nil, err

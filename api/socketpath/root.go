@@ -15,6 +15,10 @@ import (
 // reported with an error wrapping fs.ErrNotExist instead.
 var ErrRejected = errors.New("socket path rejected")
 
+// errNoComponents refuses a path that is the root itself: a socket lies
+// below it.
+var errNoComponents = fmt.Errorf("%w: no socket below the root given", ErrRejected)
+
 // Root is a trusted directory below which sockets live. Safe for concurrent
 // use.
 type Root struct {
@@ -55,6 +59,9 @@ func (r *Root) Resolve() (string, error) {
 // still be swapped between Walk and a later connect(2); Dial has no such
 // window.
 func (r *Root) Walk(components []string) (string, error) {
+	if len(components) == 0 {
+		return "", errNoComponents
+	}
 	cur, err := r.Resolve()
 	if err != nil {
 		return "", err

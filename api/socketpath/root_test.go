@@ -48,6 +48,7 @@ func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
 		{"file as a directory", []string{"p", "file.sock", "x.sock"}, "rejected"},
 		{"not there yet", []string{"p", "later.sock"}, "missing"},
 		{"directory not there yet", []string{"q", "hook.sock"}, "missing"},
+		{"the root itself", nil, "rejected"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := root.Walk(tc.components)
