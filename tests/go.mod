@@ -3,7 +3,6 @@ module github.com/kubevirt-plugins/framework/tests
 go 1.26.0
 
 require (
-	github.com/kdomanski/iso9660 v0.4.0
 	github.com/kubevirt-plugins/framework/api v0.0.0
 	github.com/kubevirt-plugins/framework/plugin-controller v0.0.0
 	github.com/moby/moby/api v1.56.1
@@ -27,6 +26,9 @@ require (
 	github.com/go-errors/errors v1.4.2 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/google/cel-go v0.26.1 // indirect
+	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3 // indirect
+	github.com/kdomanski/iso9660 v0.4.0 // indirect
 	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
@@ -76,6 +78,7 @@ require (
 	github.com/kubevirt-plugins/framework/label-syncer v0.0.0
 	github.com/kubevirt-plugins/framework/launcher-runtime v0.0.0
 	github.com/kubevirt-plugins/framework/protos v0.0.0
+	github.com/kubevirt-plugins/framework/sample-sidecars v0.0.0
 	github.com/lufia/plan9stats v0.0.0-20260330125221-c963978e514e // indirect
 	github.com/magiconair/properties v1.18.12 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
@@ -148,3 +151,5 @@ replace github.com/kubevirt-plugins/framework/label-syncer => ../label-syncer
 replace github.com/kubevirt-plugins/framework/launcher-runtime => ../launcher-runtime
 
 replace github.com/kubevirt-plugins/framework/handler-runtime => ../handler-runtime
+
+replace github.com/kubevirt-plugins/framework/sample-sidecars => ../sample-sidecars

@@ -1,11 +1,10 @@
 package demo
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +31,8 @@ import (
 	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+	"github.com/kubevirt-plugins/framework/sample-sidecars/cloudinit-network/cloudinitnetwork"
+	"github.com/kubevirt-plugins/framework/sample-sidecars/node-hook-recorder/recorder"
 )
 
 // handler is the part of virt-handler on one node that the runtimes
@@ -327,7 +328,7 @@ func (s *scenario) preBoot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	before, err := readNoCloud(l.isoHostPath)
+	before, err := cloudinitnetwork.ReadISO(l.isoHostPath)
 	if err != nil {
 		return err
 	}
@@ -338,7 +339,7 @@ func (s *scenario) preBoot(ctx context.Context) error {
 	if err := l.pipeline.PreBoot(ctx, vmi, pipeline.Artifacts{CloudInitISO: l.isoPath, EphemeralDiskDir: pluginv1alpha1.EphemeralDiskDir}); err != nil {
 		return err
 	}
-	after, err := readNoCloud(l.isoHostPath)
+	after, err := cloudinitnetwork.ReadISO(l.isoHostPath)
 	if err != nil {
 		return err
 	}
@@ -354,9 +355,9 @@ func (s *scenario) preBoot(ctx context.Context) error {
 		!os.SameFile(fiBefore, fiAfter) && uid == qemuUID && fiAfter.Mode() == fiBefore.Mode(),
 		"owner uid %d, mode %s (was %s)", uid, fiAfter.Mode(), fiBefore.Mode())
 	s.show("network-config before PreBoot:")
-	s.show(indent(string(before.files["network-config"])))
+	s.show(indent(string(before.Files[cloudinitnetwork.FileNetworkConfig])))
 	s.show("network-config after PreBoot (from the Pod's " + networkStatusAnnotation + " annotation):")
-	s.show(indent(string(after.files["network-config"])))
+	s.show(indent(string(after.Files[cloudinitnetwork.FileNetworkConfig])))
 	var nc struct {
 		Version   int `json:"version"`
 		Ethernets map[string]struct {
@@ -370,15 +371,16 @@ func (s *scenario) preBoot(ctx context.Context) error {
 			} `json:"nameservers"`
 		} `json:"ethernets"`
 	}
-	err = yaml.Unmarshal(after.files["network-config"], &nc)
+	err = yaml.Unmarshal(after.Files[cloudinitnetwork.FileNetworkConfig], &nc)
 	red, hasRed := nc.Ethernets["red"]
 	s.check("the ISO's network-config gained the secondary network red", err == nil && hasRed &&
 		red.Match.MAC == redMAC && slices.Contains(red.Addresses, "192.168.10.5/24") && slices.Contains(red.Nameservers.Addresses, "192.168.10.1"),
 		"mac %s, addresses %v, nameservers %v", red.Match.MAC, red.Addresses, red.Nameservers.Addresses)
 	s.check("the existing eth0 entry is kept", nc.Ethernets["eth0"].DHCP4, "")
 	s.check("the ISO is still a NoCloud ISO with user-data and meta-data unchanged",
-		after.label == "cidata" && string(after.files["user-data"]) == userData && string(after.files["meta-data"]) == metaData,
-		"label %q, files %v", after.label, after.names())
+		after.Label == cloudinitnetwork.NoCloudLabel && string(after.Files[cloudinitnetwork.FileUserData]) == userData &&
+			string(after.Files[cloudinitnetwork.FileMetaData]) == metaData,
+		"label %q, files %v", after.Label, slices.Sorted(maps.Keys(after.Files)))
 	return nil
 }
 
@@ -629,36 +631,18 @@ func withErr(what string, err error) string {
 	return what
 }
 
-type recordedEvent struct {
-	Seq       uint64 `json:"seq"`
-	HookPoint string `json:"hookPoint"`
-	Name      string `json:"name"`
-	UID       string `json:"uid"`
-	Node      string `json:"node"`
-	Failed    bool   `json:"failed"`
-}
-
 func (s *scenario) nodeHookEvents(ctx context.Context) error {
-	f, err := os.Open(s.eventsFile())
+	events, err := recorder.ReadEvents(s.eventsFile())
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	var got []string
 	uids := true
-	sc := bufio.NewScanner(f)
 	s.show(fmt.Sprintf("%-4s %-20s %-6s %s", "SEQ", "HOOK POINT", "NODE", "VMI"))
-	for sc.Scan() {
-		var e recordedEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return fmt.Errorf("%s: %w", s.eventsFile(), err)
-		}
+	for _, e := range events {
 		s.show(fmt.Sprintf("%-4d %-20s %-6s %s/%s", e.Seq, e.HookPoint, e.Node, e.Name, e.UID))
 		got = append(got, e.HookPoint+"@"+e.Node)
 		uids = uids && e.UID == string(s.vmi.UID) && !e.Failed
-	}
-	if err := sc.Err(); err != nil {
-		return err
 	}
 	want := []string{"PreVMStart@node1", "PostVMStart@node1", "PreMigrationTarget@node2", "PreMigrationSource@node1",
 		"PostMigrationTarget@node2", "OnVMStop@node2", "PostVMStop@node2"}

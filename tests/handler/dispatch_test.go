@@ -10,6 +10,7 @@ import (
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
+	hookrecorder "github.com/kubevirt-plugins/framework/sample-sidecars/node-hook-recorder/recorder"
 )
 
 func TestEachNodeHookPointReachesTheServerWithVMIAndNodeName(t *testing.T) {
@@ -27,7 +28,7 @@ func TestEachNodeHookPointReachesTheServerWithVMIAndNodeName(t *testing.T) {
 		t.Fatalf("recorder has %d events, want %d: %+v", len(events), len(pluginv1alpha1.NodeHookPoints), events)
 	}
 	for i, point := range pluginv1alpha1.NodeHookPoints {
-		want := event{Seq: uint64(i + 1), HookPoint: string(point), Namespace: "default", Name: "vm-points", UID: "uid-vm-points", Node: "node-a"}
+		want := hookrecorder.Event{Seq: uint64(i + 1), HookPoint: string(point), Namespace: "default", Name: "vm-points", UID: "uid-vm-points", Node: "node-a"}
 		if events[i] != want {
 			t.Errorf("event %d = %+v, want %+v", i, events[i], want)
 		}

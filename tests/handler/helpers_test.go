@@ -1,9 +1,7 @@
 package handler
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -21,6 +19,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	hookrecorder "github.com/kubevirt-plugins/framework/sample-sidecars/node-hook-recorder/recorder"
 )
 
 // pollTimeout bounds every wait for something to appear; it is a deadline
@@ -34,17 +33,6 @@ type recorder struct {
 	// Events is its events file as seen from the host.
 	Events    string
 	container *testcontainers.DockerContainer
-}
-
-// event is one line of a recorder's events file.
-type event struct {
-	Seq       uint64 `json:"seq"`
-	HookPoint string `json:"hookPoint"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	UID       string `json:"uid"`
-	Node      string `json:"node"`
-	Failed    bool   `json:"failed"`
 }
 
 // runs numbers the test runs, so that every run of a test (go test -count)
@@ -116,31 +104,22 @@ func (r *recorder) stop(t *testing.T) {
 	}
 }
 
-// events reads the recorder's events file in file order; a missing file is
-// no events.
-func readEvents(t *testing.T, path string) []event {
+// readEvents reads the recorder's events file in file order; a missing
+// file is no events. The arrival times are cleared, so that the tests can
+// compare events with the ones they expect.
+func readEvents(t *testing.T, path string) []hookrecorder.Event {
 	t.Helper()
-	f, err := os.Open(path)
+	events, err := hookrecorder.ReadEvents(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []event
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var e event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, e)
+	for i := range events {
+		events[i].Time = time.Time{}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return events
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
