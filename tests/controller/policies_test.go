@@ -9,11 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
 )
 
 const launcherNamespace = "launchers"
@@ -73,20 +73,6 @@ func sidecar(name, subPath string) corev1.Container {
 	}
 }
 
-// createPod creates the Pod and registers its deletion.
-func createPod(t *testing.T, p *corev1.Pod) error {
-	t.Helper()
-	err := admin.Create(context.Background(), p)
-	if err == nil {
-		t.Cleanup(func() {
-			if err := admin.Delete(context.Background(), p); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting Pod %s: %v", p.Name, err)
-			}
-		})
-	}
-	return err
-}
-
 const policyMessage = "must mount volume kubevirt-plugin-sockets with a subPath of exactly one path segment"
 
 var subPathPolicyOnce sync.Once
@@ -104,7 +90,7 @@ func applySubPathPolicy(t *testing.T) {
 			i++
 			p := launcherPod(fmt.Sprintf("policy-probe-%d", i), launcherLabels, true)
 			p.Spec.Containers = append(p.Spec.Containers, sidecar("probe", ""))
-			err := createPod(t, p)
+			err := apiserver.CreateT(t, admin, p)
 			if err == nil {
 				return fmt.Errorf("policy not enforced yet: Pod %s admitted", p.Name)
 			}
@@ -172,7 +158,7 @@ func TestLauncherPodSidecarMustMountSocketsWithOneSegmentSubPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := launcherPod(fmt.Sprintf("subpath-%d", i), tc.labels, true)
 			tc.mutate(p)
-			err := createPod(t, p)
+			err := apiserver.CreateT(t, admin, p)
 			refusal := tc.refusal
 			if refusal == "" {
 				refusal = policyMessage
@@ -197,7 +183,7 @@ func TestEphemeralContainerMayNotMountTheSocketsVolume(t *testing.T) {
 	applySubPathPolicy(t)
 	ctx := context.Background()
 	p := launcherPod("subpath-ephemeral", launcherLabels, true)
-	if err := createPod(t, p); err != nil {
+	if err := apiserver.CreateT(t, admin, p); err != nil {
 		t.Fatal(err)
 	}
 	debug := func(name string, mounts []corev1.VolumeMount) error {
@@ -223,7 +209,7 @@ func TestRefusalNamesTheOffendingContainers(t *testing.T) {
 	p := launcherPod("subpath-names", launcherLabels, true)
 	p.Spec.Containers = append(p.Spec.Containers, sidecar("fine", "fine"), sidecar("nosub", ""), sidecar("nested", "x/y"))
 	p.Spec.InitContainers = []corev1.Container{sidecar("init", "")}
-	err := createPod(t, p)
+	err := apiserver.CreateT(t, admin, p)
 	if err == nil {
 		t.Fatal("Pod admitted")
 	}
@@ -249,7 +235,7 @@ func applyInjectionPolicy(t *testing.T) {
 		eventually(t, 60*time.Second, func() error {
 			i++
 			p := launcherPod(fmt.Sprintf("inject-probe-%d", i), sampleLabels, true)
-			if err := createPod(t, p); err != nil {
+			if err := apiserver.CreateT(t, admin, p); err != nil {
 				return err
 			}
 			if findContainer(p, samplePlugin) == nil {
@@ -274,7 +260,7 @@ func TestSampleInjectionPolicyAddsTheSidecarWithItsPluginSubPath(t *testing.T) {
 	applySubPathPolicy(t)
 	applyInjectionPolicy(t)
 	p := launcherPod("inject-match", sampleLabels, true)
-	if err := createPod(t, p); err != nil {
+	if err := apiserver.CreateT(t, admin, p); err != nil {
 		t.Fatal(err)
 	}
 	var stored corev1.Pod
@@ -313,7 +299,7 @@ func TestSampleInjectionPolicyLeavesOtherPodsAlone(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := launcherPod(fmt.Sprintf("inject-other-%d", i), tc.labels, tc.withVolume)
-			if err := createPod(t, p); err != nil {
+			if err := apiserver.CreateT(t, admin, p); err != nil {
 				t.Fatal(err)
 			}
 			if len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Name != "compute" {

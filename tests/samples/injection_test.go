@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
 )
 
 // stored reads the Pod back as the API server keeps it.
@@ -73,7 +74,7 @@ func TestSampleInjectionPoliciesAddSidecarWithPluginSubPath(t *testing.T) {
 			t.Run(s.name+"/"+shape.String(), func(t *testing.T) {
 				p := launcherPod(fmt.Sprintf("add-%s-%d", s.name, shape), map[string]string{s.optIn: "enabled"}, shape)
 				before := p.DeepCopy()
-				if err := createPod(t, p); err != nil {
+				if err := apiserver.CreateT(t, admin, p); err != nil {
 					t.Fatalf("opted-in launcher Pod refused: %v", err)
 				}
 				after := stored(t, p)
@@ -102,7 +103,7 @@ func TestCloudInitNetworkSidecarSharesEphemeralDisksAndReadsNetworkStatus(t *tes
 	for _, shape := range volumeShapes {
 		t.Run(shape.String(), func(t *testing.T) {
 			p := launcherPod(fmt.Sprintf("cloudinit-%d", shape), map[string]string{s.optIn: "enabled"}, shape)
-			if err := createPod(t, p); err != nil {
+			if err := apiserver.CreateT(t, admin, p); err != nil {
 				t.Fatalf("opted-in launcher Pod refused: %v", err)
 			}
 			after := stored(t, p)
@@ -178,7 +179,7 @@ func TestSampleInjectionPoliciesLeaveOtherPodsAlone(t *testing.T) {
 			t.Run(s.name+"/"+tc.name, func(t *testing.T) {
 				p := tc.pod(fmt.Sprintf("alone-%s-%d", s.name, i))
 				before := p.DeepCopy()
-				if err := createPod(t, p); err != nil {
+				if err := apiserver.CreateT(t, admin, p); err != nil {
 					t.Fatalf("Pod refused: %v", err)
 				}
 				after := stored(t, p)
@@ -206,7 +207,7 @@ func TestSampleInjectionPoliciesComposeOnOneLauncherPod(t *testing.T) {
 		t.Run(shape.String(), func(t *testing.T) {
 			p := launcherPod(fmt.Sprintf("compose-%d", shape), labels, shape)
 			before := p.DeepCopy()
-			if err := createPod(t, p); err != nil {
+			if err := apiserver.CreateT(t, admin, p); err != nil {
 				t.Fatalf("launcher Pod using every sample refused: %v", err)
 			}
 			after := stored(t, p)
@@ -243,7 +244,7 @@ func TestInjectedPodsPassTheLauncherSocketsPolicy(t *testing.T) {
 			}
 			for _, shape := range volumeShapes {
 				p := launcherPod(fmt.Sprintf("sockets-%s-%d", s.name, shape), labels, shape)
-				if err := createPod(t, p); err != nil {
+				if err := apiserver.CreateT(t, admin, p); err != nil {
 					t.Fatalf("%s: mutated Pod refused: %v", shape, err)
 				}
 				if container(stored(t, p), s.name) == nil {
@@ -258,7 +259,7 @@ func TestInjectedPodsPassTheLauncherSocketsPolicy(t *testing.T) {
 			labels[s.optIn] = "enabled"
 		}
 		p := launcherPod("sockets-all", labels, withoutVolumes)
-		if err := createPod(t, p); err != nil {
+		if err := apiserver.CreateT(t, admin, p); err != nil {
 			t.Fatalf("mutated Pod refused: %v", err)
 		}
 		if got := slices.Sorted(maps.Keys(labels)); len(stored(t, p).Spec.Containers) != 1+len(got) {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -272,19 +271,4 @@ func poll(cond func() error) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// createPod creates the Pod (the client updates p with what the API server
-// stored) and registers its deletion.
-func createPod(t *testing.T, p *corev1.Pod) error {
-	t.Helper()
-	err := admin.Create(context.Background(), p)
-	if err == nil {
-		t.Cleanup(func() {
-			if err := admin.Delete(context.Background(), p); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting Pod %s: %v", p.Name, err)
-			}
-		})
-	}
-	return err
 }
