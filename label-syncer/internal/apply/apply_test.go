@@ -62,7 +62,7 @@ func newSetup(t *testing.T, onPatch func(s *setup, ctx context.Context, c client
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1", Labels: map[string]string{"app": "x"}}}
 	s := &setup{reg: prometheus.NewRegistry()}
 	base := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(pod).Build()
-	c := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+	c := interceptor.NewClient(base, interceptor.Funcs{
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			s.patches++
 			if onPatch != nil {
