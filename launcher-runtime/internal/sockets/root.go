@@ -29,9 +29,6 @@ func NewRoot(dir string) *Root {
 	return &Root{fs: socketpath.NewRoot(dir)}
 }
 
-// Dir is the root as configured.
-func (r *Root) Dir() string { return r.fs.Dir() }
-
 // relative returns the components of socketPath below the declared sockets
 // root, the first of which is the plugin's name. It applies the admission
 // rules again, so that a path that somehow got past admission is not dialed.
