@@ -147,16 +147,11 @@ func socketPathErrors(path *field.Path, plugin, socket string) field.ErrorList {
 // without "..", a repeated or a trailing "/". It does not look at the file
 // system; symlinks are checked where the socket is dialed.
 func SocketPath(plugin, path string) error {
+	if err := socketPathShape(path); err != nil {
+		return err
+	}
 	dir := v1alpha1.PluginDir(plugin)
 	switch {
-	case len(path) > v1alpha1.MaxSocketPathLength:
-		return fmt.Errorf("is %d bytes long, more than the %d a Unix socket path may have", len(path), v1alpha1.MaxSocketPathLength)
-	case strings.Contains(path, ".."):
-		return fmt.Errorf("must not contain '..'")
-	case strings.Contains(path, "//"):
-		return fmt.Errorf("must not contain a repeated '/'")
-	case strings.HasSuffix(path, "/"):
-		return fmt.Errorf("must not end with '/'")
 	case !strings.HasSuffix(path, ".sock"):
 		return fmt.Errorf("must end with .sock")
 	case !strings.HasPrefix(path, dir) || len(path) == len(dir):
@@ -165,14 +160,25 @@ func SocketPath(plugin, path string) error {
 	return nil
 }
 
+// nodeSocket checks a node hook socket path: set, absolute, and of the
+// shape every socket path has. A path that is too long is reported as
+// such even when it is also relative.
 func nodeSocket(path string) error {
 	switch {
 	case path == "":
 		return fmt.Errorf("must be set")
+	case len(path) <= v1alpha1.MaxSocketPathLength && !strings.HasPrefix(path, "/"):
+		return fmt.Errorf("must be an absolute path")
+	}
+	return socketPathShape(path)
+}
+
+// socketPathShape checks what sidecar and node hook socket paths share: at
+// most 108 bytes, no "..", no repeated and no trailing "/".
+func socketPathShape(path string) error {
+	switch {
 	case len(path) > v1alpha1.MaxSocketPathLength:
 		return fmt.Errorf("is %d bytes long, more than the %d a Unix socket path may have", len(path), v1alpha1.MaxSocketPathLength)
-	case !strings.HasPrefix(path, "/"):
-		return fmt.Errorf("must be an absolute path")
 	case strings.Contains(path, ".."):
 		return fmt.Errorf("must not contain '..'")
 	case strings.Contains(path, "//"):
