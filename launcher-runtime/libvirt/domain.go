@@ -63,22 +63,14 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 	if err != nil {
 		return fmt.Errorf("migrate domain %q: %w", name, err)
 	}
-	uuid, err := dom.GetUUIDString()
-	if err != nil {
-		return fmt.Errorf("migrate domain %q: UUID: %w", name, err)
-	}
 	conn, err := dom.DomainGetConnect()
 	if err != nil {
 		return fmt.Errorf("migrate domain %q: connection: %w", name, err)
 	}
 	lib, err := conn.GetLibVersion()
-	connURI, uriErr := conn.GetURI()
 	_, _ = conn.Close() // drops only the reference DomainGetConnect took
 	if err != nil {
 		return fmt.Errorf("migrate domain %q: libvirt version: %w", name, err)
-	}
-	if uriErr != nil {
-		return fmt.Errorf("migrate domain %q: connection URI: %w", name, uriErr)
 	}
 	mp, err := MigrateParameters(params, Version(lib))
 	if err != nil {
@@ -100,7 +92,7 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 		return nil
 	case <-ctx.Done():
 	}
-	return abort(dom, connURI, uuid, name, destURI, ctx.Err(), done)
+	return abort(dom, name, destURI, ctx.Err(), done)
 }
 
 // MigrateFlags converts a VIR_MIGRATE_* bitmask as the hooks exchange it
@@ -121,14 +113,14 @@ const abortRetry = 100 * time.Millisecond
 // after MigrateToURI3 was called the job may not exist yet, and AbortJob
 // then fails: it is retried until MigrateToURI3 returns.
 //
-// The abort travels on a connection of its own to connURI. While
+// The abort travels on a connection of its own to the URI of dom's. While
 // MigrateToURI3 waits for its reply, libvirt's client library may hold a
 // second call on the same connection back until that reply arrives (seen
 // with libvirt 9.0 on a loaded machine): an abort sent there would reach
 // the daemon only after the migration had completed. Only when no second
 // connection can be opened is dom's own connection used.
-func abort(dom *golibvirt.Domain, connURI, uuid, name, destURI string, cause error, done <-chan error) error {
-	target, release := abortHandle(dom, connURI, uuid)
+func abort(dom *golibvirt.Domain, name, destURI string, cause error, done <-chan error) error {
+	target, release := abortHandle(dom)
 	defer release()
 	tick := time.NewTicker(abortRetry)
 	defer tick.Stop()
@@ -146,11 +138,25 @@ func abort(dom *golibvirt.Domain, connURI, uuid, name, destURI string, cause err
 	return aborted(name, destURI, cause, nil, <-done)
 }
 
-// abortHandle returns the domain with UUID uuid on a new connection to
-// connURI, or dom itself when that connection or lookup fails, and the
-// function that releases what it opened.
-func abortHandle(dom *golibvirt.Domain, connURI, uuid string) (*golibvirt.Domain, func()) {
-	conn, err := golibvirt.NewConnect(connURI)
+// abortHandle returns dom looked up on a new connection to the URI of its
+// own, or dom itself when that connection or lookup fails, and the
+// function that releases what it opened. The URI and the UUID are read
+// from libvirt's client-side objects, without a call on dom's connection.
+func abortHandle(dom *golibvirt.Domain) (*golibvirt.Domain, func()) {
+	uuid, err := dom.GetUUIDString()
+	if err != nil {
+		return dom, func() {}
+	}
+	domConn, err := dom.DomainGetConnect()
+	if err != nil {
+		return dom, func() {}
+	}
+	uri, err := domConn.GetURI()
+	_, _ = domConn.Close() // drops only the reference DomainGetConnect took
+	if err != nil {
+		return dom, func() {}
+	}
+	conn, err := golibvirt.NewConnect(uri)
 	if err != nil {
 		return dom, func() {}
 	}
