@@ -17,4 +17,10 @@ done
 # containers, and two cores are shared by all of them.
 log "go test: tests (integration)"
 (cd tests && go test -count=1 -p 1 -timeout 30m "$@" ./...) || fail=1
+# The oldest supported Kubernetes minor, served by the same kube-apiserver
+# binary with --emulated-version: the packages whose behaviour depends on
+# what the API server serves run again against it.
+log "go test: tests at Kubernetes ${OLDEST_K8S:=1.33} (emulated)"
+(cd tests && KVP_EMULATED_VERSION="$OLDEST_K8S" go test -count=1 -p 1 -timeout 30m "$@" \
+  ./controller/... ./crd/... ./labelsync/...) || fail=1
 [ "$fail" -eq 0 ] || die "some tests failed"

@@ -33,7 +33,17 @@ type Options struct {
 	AssetsDir string
 	// WebhookInstallOptions are passed to envtest as they are.
 	WebhookInstallOptions envtest.WebhookInstallOptions
+	// EmulatedVersion makes the API server serve the APIs of an older
+	// Kubernetes minor (kube-apiserver --emulated-version, e.g. "1.33").
+	// Default: $KVP_EMULATED_VERSION, else the binary's own version.
+	EmulatedVersion string
 }
+
+// EmulatedVersionEnv names the variable that sets Options.EmulatedVersion
+// for every API server a test run starts: `make test` runs the controller,
+// CRD and label-sync packages once at the newest version and once with it
+// set to the oldest supported minor.
+const EmulatedVersionEnv = "KVP_EMULATED_VERSION"
 
 // Server is a running API server.
 type Server struct {
@@ -45,6 +55,9 @@ type Server struct {
 	Client client.Client
 	// Env is the underlying envtest environment.
 	Env *envtest.Environment
+	// EmulatedVersion is the Kubernetes minor the server emulates, or ""
+	// for the binary's own version.
+	EmulatedVersion string
 }
 
 // NewScheme returns a scheme with the core Kubernetes types, the Plugin
@@ -105,16 +118,23 @@ func Start(opts Options) (*Server, error) {
 		Scheme:                scheme,
 		WebhookInstallOptions: opts.WebhookInstallOptions,
 	}
+	emulated := opts.EmulatedVersion
+	if emulated == "" {
+		emulated = os.Getenv(EmulatedVersionEnv)
+	}
+	if emulated != "" {
+		env.ControlPlane.GetAPIServer().Configure().Append("emulated-version", emulated)
+	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting envtest: %w", err)
+		return nil, fmt.Errorf("starting envtest (emulated version %q): %w", emulated, err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		_ = env.Stop()
 		return nil, err
 	}
-	return &Server{Config: cfg, Scheme: scheme, Client: c, Env: env}, nil
+	return &Server{Config: cfg, Scheme: scheme, Client: c, Env: env, EmulatedVersion: emulated}, nil
 }
 
 // Kubeconfig writes, into dir, a kubeconfig file that reaches the API
