@@ -8,6 +8,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/deepcopy"
 )
 
 // compiler turns the CEL text of a Plugin into programs, through the shared
@@ -58,8 +59,13 @@ func (c compiler) transform(expr string) (transform, error) {
 	return transform{program: p}, err
 }
 
-// apply merges the expression's result into domain; on error domain is
-// unchanged (celenv guarantees it), so an ignored failure leaves no trace.
-func (t transform) apply(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) error {
-	return t.program.Apply(ctx, vmi, domain)
+// apply returns domain with the expression's result merged into it. domain
+// itself is never modified (the chain hands its input on to later hooks and
+// may return it unchanged), so an ignored failure leaves no trace.
+func (t transform) apply(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (*libvirtxml.Domain, error) {
+	next := deepcopy.Of(domain)
+	if err := t.program.Apply(ctx, vmi, next); err != nil {
+		return nil, err
+	}
+	return next, nil
 }

@@ -9,12 +9,13 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
-	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/deepcopy"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
 
-// GuestDefinition runs the GuestDefinition chain on a copy of domain and
-// returns the domain to hand to libvirt; domain itself is never modified.
+// GuestDefinition runs the GuestDefinition chain from domain and returns the
+// domain to hand to libvirt. domain itself is never modified; the result is
+// domain itself when no hook changed it, and may share unchanged parts with
+// it otherwise.
 //
 // The legacy hook sidecars (Options.LegacyHooks) run first, then the plugin
 // hooks: plugins in alphabetical order, hooks in declaration order. A CEL
@@ -35,7 +36,7 @@ func (p *Pipeline) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 	case ic != Boot && ic != MigrationTarget:
 		return nil, fmt.Errorf("GuestDefinition: invocation context %q is neither %s nor %s", ic, Boot, MigrationTarget)
 	}
-	current := deepcopy.Of(domain)
+	current := domain
 	if p.opts.LegacyHooks != nil {
 		var err error
 		if current, err = p.runLegacyHooks(ctx, vmi, current); err != nil {
@@ -45,7 +46,12 @@ func (p *Pipeline) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 	c := p.newCall(pluginv1alpha1.GuestDefinition, vmi)
 	err := c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
 		if h.hook.CEL != nil {
-			return h.transform.apply(ctx, vmi, current)
+			next, err := h.transform.apply(ctx, vmi, current)
+			if err != nil {
+				return err
+			}
+			current = next
+			return nil
 		}
 		next, err := c.guestDefinitionSidecar(ctx, pl, h, current, ic)
 		if err != nil {
