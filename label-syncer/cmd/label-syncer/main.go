@@ -6,6 +6,7 @@
 //
 //	label-syncer --additional-launcher-labels-sync='ops.example.com/*' \
 //	  [--additional-launcher-annotations-sync=...] [--prune-unconfigured] \
+//	  [--allow-owned-domains=...] [--sync-descheduler-annotations=false] \
 //	  [--kubeconfig=...] [--leader-elect] \
 //	  [--metrics-bind-address=:8080] [--health-probe-bind-address=:8081]
 //
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var (
 		labelsList      = fs.String("additional-launcher-labels-sync", "", "Comma separated label keys, or prefixes ending in '*', synced from the VM template to the VMI and its launcher Pod.")
 		annotationsList = fs.String("additional-launcher-annotations-sync", "", "Comma separated annotation keys, or prefixes ending in '*', synced the same way.")
+		allowOwned      = fs.String("allow-owned-domains", "", "Comma separated owned domains (subdomains of kubevirt.io, kubernetes.io, k8s.io) whose keys entries may cover; each admits its subdomains too. Default: none.")
+		descheduler     = fs.Bool("sync-descheduler-annotations", true, "Sync the annotations descheduler.alpha.kubernetes.io/evict and .../prefer-no-eviction without an entry, as virt-controller does.")
 		prune           = fs.Bool("prune-unconfigured", false, "Record synced keys on each target and, after an entry is removed from the configuration, remove the keys it had synced.")
 		kubeconfig      = fs.String("kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, else the in-cluster configuration.")
 		leaderElect     = fs.Bool("leader-elect", false, "Elect a leader so only one replica syncs at a time.")
@@ -73,11 +76,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
 	// Reject the configuration before touching the cluster.
-	labels, err := keyfilter.Parse(*labelsList)
+	guard, err := keyfilter.ParseGuard(*allowOwned)
+	if err != nil {
+		return fmt.Errorf("%w: --allow-owned-domains: %w", errUsage, err)
+	}
+	labels, err := guard.Parse(*labelsList)
 	if err != nil {
 		return fmt.Errorf("%w: --additional-launcher-labels-sync: %w", errUsage, err)
 	}
-	annotations, err := keyfilter.Parse(*annotationsList)
+	annotations, err := guard.Parse(*annotationsList)
 	if err != nil {
 		return fmt.Errorf("%w: --additional-launcher-annotations-sync: %w", errUsage, err)
 	}
@@ -95,6 +102,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Labels:                  labels,
 		Annotations:             annotations,
 		PruneUnconfigured:       *prune,
+		NoDeschedulerSync:       !*descheduler,
 		Logger:                  log,
 		LeaderElection:          *leaderElect,
 		LeaderElectionNamespace: *leaderNamespace,

@@ -1,6 +1,7 @@
 package keyfilter
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,9 @@ func TestParseAcceptsFullKeysAndPrefixes(t *testing.T) {
 		{"prefix that can only be a name (upper case)", "Team*", []string{"Team*"}},
 		{"reserved name only as an inner label", "kubevirt.io.example.com/*", []string{"kubevirt.io.example.com/*"}},
 		{"reserved name without the dot is another domain", "notkubevirt.io/x", []string{"notkubevirt.io/x"}},
+		{"recommended labels prefix", "app.kubernetes.io/*", []string{"app.kubernetes.io/*"}},
+		{"recommended label name", "app.kubernetes.io/name", []string{"app.kubernetes.io/name"}},
+		{"recommended labels by name prefix", "app.kubernetes.io/part-*", []string{"app.kubernetes.io/part-*"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,19 +60,23 @@ func TestParseRejectsEntriesNamingThem(t *testing.T) {
 		{"upper case domain", "Ops.Example.com/*", []string{`("Ops.Example.com/*")`, `no valid key starts with "Ops.Example.com/"`}},
 		{"prefix name cannot start with a dash", "ops.example.com/-a*", []string{`no valid key starts with "ops.example.com/-a"`}},
 		{"space inside", "ops.example.com/a b", []string{"not a valid key"}},
-		{"kubevirt.io prefix", "kubevirt.io/*", []string{`("kubevirt.io/*")`, "reserved domain kubevirt.io"}},
-		{"kubevirt.io subdomain key", "vm.kubevirt.io/name", []string{`("vm.kubevirt.io/name")`, "reserved domain kubevirt.io"}},
-		{"created-by key", "kubevirt.io/created-by", []string{"reserved domain kubevirt.io"}},
-		{"kubernetes.io subdomain prefix", "node-role.kubernetes.io/*", []string{"reserved domain kubernetes.io"}},
-		{"k8s.io key", "k8s.io/x", []string{"reserved domain k8s.io"}},
-		{"k8s.io subdomain prefix", "x.k8s.io/*", []string{"reserved domain k8s.io"}},
-		{"prefix of kubevirt.io", "kube*", []string{`("kube*")`, "reserved domain", `end the domain with "/"`}},
-		{"truncated kubevirt.io", "kubevirt.i*", []string{"reserved domain kubevirt.io", `"kubevirt.io/x"`}},
-		{"whole reserved domain without slash", "k8s.io*", []string{"reserved domain k8s.io"}},
-		{"open domain grows into a subdomain", "ops*", []string{"reserved domain kubevirt.io", `"ops.kubevirt.io/x"`}},
+		{"kubevirt.io prefix", "kubevirt.io/*", []string{`("kubevirt.io/*")`, "domain kubevirt.io, which KubeVirt owns"}},
+		{"kubevirt.io subdomain key", "vm.kubevirt.io/name", []string{`("vm.kubevirt.io/name")`, "domain kubevirt.io, which KubeVirt owns"}},
+		{"created-by key", "kubevirt.io/created-by", []string{"domain kubevirt.io, which KubeVirt owns"}},
+		{"kubernetes.io subdomain prefix", "node-role.kubernetes.io/*", []string{"domain kubernetes.io, which Kubernetes owns"}},
+		{"k8s.io key", "k8s.io/x", []string{"domain k8s.io, which Kubernetes owns"}},
+		{"k8s.io subdomain prefix", "x.k8s.io/*", []string{"domain k8s.io, which Kubernetes owns"}},
+		{"prefix of kubevirt.io", "kube*", []string{`("kube*")`, "domain kubevirt.io", `end the domain with "/"`}},
+		{"truncated kubevirt.io", "kubevirt.i*", []string{"domain kubevirt.io, which KubeVirt owns", `"kubevirt.io/x"`}},
+		{"whole reserved domain without slash", "k8s.io*", []string{"domain k8s.io, which Kubernetes owns"}},
+		{"open domain grows into a subdomain", "ops*", []string{"domain kubevirt.io, which KubeVirt owns", `"ops.kubevirt.io/x"`}},
 		{"open domain ending in a dot", "ops.*", []string{`"ops.kubevirt.io/x"`}},
-		{"syncer bookkeeping annotation", "labelsync.kubevirt-plugins.io/synced-labels", []string{"reserved domain labelsync.kubevirt-plugins.io"}},
-		{"syncer bookkeeping prefix", "labelsync.kubevirt-plugins.io/*", []string{"reserved domain labelsync.kubevirt-plugins.io"}},
+		{"syncer bookkeeping annotation", "labelsync.kubevirt-plugins.io/synced-labels", []string{"own bookkeeping domain labelsync.kubevirt-plugins.io"}},
+		{"syncer bookkeeping prefix", "labelsync.kubevirt-plugins.io/*", []string{"own bookkeeping domain labelsync.kubevirt-plugins.io"}},
+		{"subdomain of the recommended labels domain", "x.app.kubernetes.io/name", []string{"domain kubernetes.io, which Kubernetes owns", "add x.app.kubernetes.io to --allow-owned-domains"}},
+		{"recommended labels domain without slash", "app.kubernetes.io*", []string{`end the domain with "/"`}},
+		{"node roles", "node-role.kubernetes.io/worker", []string{"domain kubernetes.io, which Kubernetes owns", "add node-role.kubernetes.io to --allow-owned-domains"}},
+		{"descheduler annotation needs no entry", "descheduler.alpha.kubernetes.io/evict", []string{"domain kubernetes.io", "follows the template without an entry unless --sync-descheduler-annotations=false"}},
 		{"every bad entry is named", "kubevirt.io/*,ops.example.com/a,*", []string{`entry 1 ("kubevirt.io/*")`, `entry 3 ("*")`}},
 	}
 	for _, tc := range cases {
@@ -126,5 +134,98 @@ func TestZeroFilterMatchesNothing(t *testing.T) {
 	}
 	if empty.Match("") || empty.Match("ops.example.com/x") {
 		t.Fatal("empty Filter matched a key")
+	}
+}
+
+func TestAllowedOwnedDomainAdmitsItsKeysOnly(t *testing.T) {
+	g, err := NewGuard([]string{"kubevirt.io", " node-role.kubernetes.io "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(g.AllowedOwned(), ","); got != "kubevirt.io,node-role.kubernetes.io" {
+		t.Fatalf("AllowedOwned() = %q", got)
+	}
+	admitted := []struct{ entry, by string }{
+		{"kubevirt.io/*", "kubevirt.io"},
+		{"vm.kubevirt.io/name", "kubevirt.io"},
+		{"node-role.kubernetes.io/worker", "node-role.kubernetes.io"},
+		{"x.node-role.kubernetes.io/*", "node-role.kubernetes.io"},
+		{"app.kubernetes.io/name", ""},
+		{"ops.example.com/*", ""},
+	}
+	for _, a := range admitted {
+		f, err := g.Parse(a.entry)
+		if err != nil {
+			t.Errorf("Parse(%q) with %v allowed: %v", a.entry, g.AllowedOwned(), err)
+			continue
+		}
+		if e := f.Admitted()[0]; e.AllowedOwned != a.by {
+			t.Errorf("%q admitted by %q, want %q", a.entry, e.AllowedOwned, a.by)
+		}
+	}
+	refused := []struct{ entry, want string }{
+		{"kubernetes.io/hostname", "domain kubernetes.io"},
+		{"topology.kubernetes.io/*", "domain kubernetes.io"},
+		{"k8s.io/x", "domain k8s.io"},
+		// Allowing kubevirt.io and node roles does not open the prefixes
+		// that could still grow into kubernetes.io.
+		{"kube*", "kubernetes.io/x"},
+		{"labelsync.kubevirt-plugins.io/synced-labels", "never synced"},
+	}
+	for _, r := range refused {
+		_, err := g.Parse(r.entry)
+		if err == nil || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("Parse(%q) with %v allowed: error %v, want one containing %q", r.entry, g.AllowedOwned(), err, r.want)
+		}
+	}
+}
+
+func TestNewGuardRejectsDomainsNamingThem(t *testing.T) {
+	cases := []struct {
+		name   string
+		domain string
+		want   string
+	}{
+		{"not owned", "ops.example.com", "is not in an owned domain (kubevirt.io, kubernetes.io, k8s.io)"},
+		{"user domain", "app.kubernetes.io", "belongs to users"},
+		{"the syncer's own", "labelsync.kubevirt-plugins.io", "is the syncer's own bookkeeping domain"},
+		{"not a domain", "Kubevirt.io/x", "not a DNS subdomain"},
+		{"empty", "", "empty domain"},
+		{"a lookalike", "notkubevirt.io", "is not in an owned domain"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseGuard("kubevirt.io," + tc.domain)
+			if err == nil {
+				t.Fatalf("ParseGuard accepted %q", tc.domain)
+			}
+			if want := `entry 2 (` + strconv.Quote(tc.domain) + `): ` + tc.want; !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not contain %q", err, want)
+			}
+		})
+	}
+}
+
+func TestBuiltinKeysMatchAndAreListedLast(t *testing.T) {
+	f, err := Parse("notes.example.com/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := f.WithBuiltin(DeschedulerAnnotations()...)
+	for _, k := range DeschedulerAnnotations() {
+		if !b.Match(k) || f.Match(k) {
+			t.Fatalf("%s: builtin filter match %v, original %v", k, b.Match(k), f.Match(k))
+		}
+	}
+	if !b.Match("notes.example.com/ticket") || b.Match("descheduler.alpha.kubernetes.io/other") {
+		t.Fatal("builtin filter lost the entries or matches more than the keys")
+	}
+	got := b.Admitted()
+	if len(got) != 3 || got[0].Builtin || !got[1].Builtin || got[1].Text != "descheduler.alpha.kubernetes.io/evict" || !got[2].Builtin {
+		t.Fatalf("Admitted() = %+v", got)
+	}
+	var nilFilter *Filter
+	if !nilFilter.WithBuiltin("a.example.com/b").Match("a.example.com/b") {
+		t.Fatal("builtin key on a nil filter does not match")
 	}
 }

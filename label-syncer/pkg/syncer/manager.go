@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
 	"github.com/kubevirt-plugins/framework/label-syncer/pkg/labelsync"
 	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
 	"github.com/kubevirt-plugins/framework/label-syncer/pkg/reconcilers/vm"
@@ -92,7 +94,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	rules := labelsync.Rules{Labels: opts.Labels, Annotations: opts.Annotations, Prune: opts.PruneUnconfigured}
+	annotations := opts.Annotations
+	if !opts.NoDeschedulerSync {
+		annotations = annotations.WithBuiltin(keyfilter.DeschedulerAnnotations()...)
+	}
+	rules := labelsync.Rules{Labels: opts.Labels, Annotations: annotations, Prune: opts.PruneUnconfigured}
 	recorder := mgr.GetEventRecorder("label-syncer")
 	vmR := &vm.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Recorder: recorder, Metrics: m,
@@ -121,9 +127,34 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 		return nil, err
 	}
 	opts.Logger.Info("label syncer configured",
-		"labels", opts.Labels.String(), "annotations", opts.Annotations.String(),
+		"labels", opts.Labels.String(), "annotations", annotations.String(),
+		"deschedulerAnnotations", !opts.NoDeschedulerSync,
 		"pruneUnconfigured", opts.PruneUnconfigured, "fullPodWatch", opts.PodWatch == PodWatchFull)
+	logEntries(opts.Logger, "label", opts.Labels)
+	logEntries(opts.Logger, "annotation", annotations)
 	return mgr, nil
+}
+
+// logEntries logs one line per admitted entry, saying what it matches and,
+// for an entry in an owned domain, which allowance admitted it.
+func logEntries(log logr.Logger, kind string, f *keyfilter.Filter) {
+	for _, e := range f.Admitted() {
+		kv := []any{"kind", kind, "entry", e.Text}
+		if e.Prefix {
+			kv = append(kv, "matches", "keys starting with "+strings.TrimSuffix(e.Text, "*"))
+		} else {
+			kv = append(kv, "matches", "the key "+e.Text)
+		}
+		switch {
+		case e.Builtin:
+			kv = append(kv, "source", "built in, as virt-controller; "+keyfilter.DeschedulerAnnotationsFlag+"=false turns it off")
+		case e.AllowedOwned != "":
+			kv = append(kv, "source", "configured", "ownedDomainAllowed", e.AllowedOwned)
+		default:
+			kv = append(kv, "source", "configured")
+		}
+		log.Info("sync entry admitted", kv...)
+	}
 }
 
 func withDefaults(o Options) Options {

@@ -25,8 +25,9 @@ const (
 	PodWatchFull
 )
 
-// Options configures NewManager. The zero value is a syncer that syncs
-// nothing; set Labels and/or Annotations.
+// Options configures NewManager. The zero value is a syncer that syncs the
+// descheduler's eviction annotations only (as virt-controller does); set
+// Labels and/or Annotations for more.
 type Options struct {
 	// Labels selects the synced labels (--additional-launcher-labels-sync).
 	// Nil syncs no label.
@@ -34,6 +35,11 @@ type Options struct {
 	// Annotations selects the synced annotations
 	// (--additional-launcher-annotations-sync). Nil syncs no annotation.
 	Annotations *keyfilter.Filter
+	// NoDeschedulerSync turns off the built-in sync of
+	// keyfilter.DeschedulerAnnotations (--sync-descheduler-annotations=false).
+	// Default false: they follow the template whatever Annotations says, as
+	// virt-controller carries them.
+	NoDeschedulerSync bool
 	// PruneUnconfigured records the synced keys on every target and removes
 	// recorded keys that no entry matches any more. Default false.
 	PruneUnconfigured bool
