@@ -80,6 +80,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if vmi.DeletionTimestamp != nil {
+		// Being deleted: as virt-controller, leave it (and so its Pod) as
+		// it is; its finalizers are someone else's business.
+		log.V(1).Info("VMI is being deleted, skipping", "vmi", req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
 	if owner := metav1.GetControllerOf(vmi); owner != nil && owner.UID != vm.UID {
 		// A VMI of the same name this VM does not control: not ours to edit.
 		log.V(1).Info("VMI controlled by another object, skipping", "owner", owner.Name, "ownerKind", owner.Kind)

@@ -91,6 +91,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, vmi); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if vmi.DeletionTimestamp != nil {
+		// Being deleted: its Pods are on their way out; leave them as they
+		// are, as the VM reconciler leaves the VMI.
+		log.V(1).Info("VMI is being deleted, skipping its launcher Pods", "vmi", req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
 	pods, err := r.launcherPods(ctx, vmi)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing launcher Pods of VirtualMachineInstance %s: %w", req.NamespacedName, err)
