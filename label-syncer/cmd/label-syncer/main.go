@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var (
 		labelsList      = fs.String("additional-launcher-labels-sync", "", "Comma separated label keys, or prefixes ending in '*', synced from the VM template to the VMI and its launcher Pod.")
 		annotationsList = fs.String("additional-launcher-annotations-sync", "", "Comma separated annotation keys, or prefixes ending in '*', synced the same way.")
-		allowOwned      = fs.String("allow-owned-domains", "", "Comma separated owned domains (subdomains of kubevirt.io, kubernetes.io, k8s.io) whose keys entries may cover; each admits its subdomains too. Default: none.")
+		allowOwned      = fs.String("allow-owned-domains", "", "Comma separated domains inside kubevirt.io, kubernetes.io or k8s.io (each with its subdomains) whose keys entries may cover anyway. Default: none.")
 		descheduler     = fs.Bool("sync-descheduler-annotations", true, "Sync the annotations descheduler.alpha.kubernetes.io/evict and .../prefer-no-eviction without an entry, as virt-controller does.")
 		prune           = fs.Bool("prune-unconfigured", false, "Record synced keys on each target and, after an entry is removed from the configuration, remove the keys it had synced.")
 		kubeconfig      = fs.String("kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, else the in-cluster configuration.")
