@@ -2,7 +2,12 @@ package dispatch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 )
@@ -83,5 +88,61 @@ func TestDispatchesOfOneVMIAndHookPointRunOneAfterTheOther(t *testing.T) {
 	}
 	if n := len(j.all()); n != 3 {
 		t.Fatalf("server saw %d calls, want 3", n)
+	}
+}
+
+func TestOneVMIsUnavailableAnswerFailsOnlyThatVMI(t *testing.T) {
+	root := socketRoot(t)
+	j := &journal{}
+	srv := &hookServer{name: "s", journal: j, unavailableFor: "vm-down", release: make(chan struct{}), entered: make(chan string, 32)}
+	sock := serve(t, root, srv)
+	failHook := nodeHook(sock, pluginv1alpha1.PreVMStart)
+	failHook.FailureStrategy = pluginv1alpha1.Fail
+	d, _ := newDispatcher(t, root, nil, plugin("p", "", failHook))
+
+	const inFlight = 20
+	errs := make(chan error, inFlight)
+	for i := range inFlight {
+		go func() {
+			errs <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi(fmt.Sprintf("vm-%d", i), nil), NodeContext{})
+		}()
+	}
+	for range inFlight {
+		<-srv.entered
+	}
+	// Twenty PreVMStart calls sit in the server, on the one pooled
+	// connection, when the server answers another VMI with Unavailable.
+	err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-down", nil), NodeContext{})
+	var herr *HookError
+	if !errors.As(err, &herr) || status.Code(herr.Err) != codes.Unavailable {
+		t.Fatalf("dispatch for vm-down = %v, want the server's Unavailable as a HookError", err)
+	}
+	close(srv.release)
+	for range inFlight {
+		if err := <-errs; err != nil {
+			t.Errorf("dispatch in flight while another VMI got Unavailable: %v", err)
+		}
+	}
+	if n := srv.open.Load(); n != 1 {
+		t.Fatalf("server holds %d connections, want the one pooled connection kept", n)
+	}
+}
+
+func TestRestartedNodeHookServerIsReachedByTheNextDispatch(t *testing.T) {
+	root := socketRoot(t)
+	j := &journal{}
+	first := &hookServer{name: "s", journal: j}
+	sock := serve(t, root, first)
+	d, _ := newDispatcher(t, root, nil, plugin("p", "", nodeHook(sock, pluginv1alpha1.PreVMStart)))
+	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-1", nil), NodeContext{}); err != nil {
+		t.Fatal(err)
+	}
+	first.grpc.Stop() // unlinks the socket
+	serve(t, root, &hookServer{name: "s", journal: j})
+	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-2", nil), NodeContext{}); err != nil {
+		t.Fatalf("first dispatch after the server restarted: %v", err)
+	}
+	if got := j.all(); len(got) != 2 || got[1].VMI != "vm-2" {
+		t.Fatalf("calls = %+v, want vm-2 to reach the restarted server", got)
 	}
 }

@@ -133,13 +133,15 @@ func New(opts Options) (*Dispatcher, error) {
 // connections reach their socket only through checker: every connect(2),
 // gRPC's reconnects included, is checked component by component rather
 // than made to a path checked earlier.
-func checkedDial(checker *socketpath.Checker) func(socket string) (*grpc.ClientConn, error) {
-	return func(socket string) (*grpc.ClientConn, error) {
-		return grpc.NewClient("passthrough:///"+socket,
+func checkedDial(checker *socketpath.Checker) func(socket string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	return func(socket string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+		opts = append([]grpc.DialOption{
 			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 				return checker.Dial(ctx, socket)
 			}),
-			grpc.WithTransportCredentials(insecure.NewCredentials()))
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+		}, opts...)
+		return grpc.NewClient("passthrough:///"+socket, opts...)
 	}
 }
 

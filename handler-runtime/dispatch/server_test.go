@@ -52,6 +52,9 @@ type hookServer struct {
 	journal *journal
 	// fail makes every call return this code.
 	fail codes.Code
+	// unavailableFor names a VMI the server answers with Unavailable, as
+	// a plugin whose backend for that one VMI is down does.
+	unavailableFor string
 	// hold, when set, keeps every call waiting until the caller gives up.
 	hold bool
 	// release, when set, keeps every call waiting until it is closed;
@@ -69,6 +72,9 @@ func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.Exe
 		return nil, status.Errorf(codes.InvalidArgument, "vmi: %v", err)
 	}
 	s.journal.add(record{Server: s.name, HookPoint: req.HookPoint, VMI: vmi.Name, Node: req.GetNodeContext().GetNodeName()})
+	if s.unavailableFor != "" && vmi.Name == s.unavailableFor {
+		return nil, status.Error(codes.Unavailable, "backend for this VMI is down")
+	}
 	if s.hold {
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
