@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,14 +85,11 @@ type Dispatcher struct {
 	call    caller // the pool, except in comparisons of connection strategies
 	metrics *metrics
 	log     logr.Logger
-	locks   keyedlock.Locks[lockKey]
+	// locks orders the dispatches of one VMI, whatever their hook point.
+	locks keyedlock.Locks[string]
 
-	prunedRevision atomic.Uint64
-}
-
-type lockKey struct {
-	vmi   string
-	point pluginv1alpha1.NodeHookPoint
+	pruneMu        sync.Mutex
+	prunedRevision atomic.Uint64 // written under pruneMu
 }
 
 // New creates a Dispatcher. Close it to release its connections.
@@ -152,8 +150,14 @@ func (d *Dispatcher) Close() error {
 
 // Dispatch calls, in order, every node hook selected for hookPoint and vmi,
 // and returns the first failure of a hook whose failureStrategy is Fail,
-// or of any condition. With the feature gate off it calls nothing. Two
-// dispatches for the same VMI and hook point run one after the other.
+// or of any condition. With the feature gate off it calls nothing.
+//
+// Dispatches of one VMI run one after the other, whatever their hook
+// points: a dispatch that starts while another of the same VMI runs (an
+// OnVMStop while PreVMStart's hooks are still being called) waits until
+// that one has returned, or until its own ctx ends, in which case it fails
+// without calling any hook. The Plugins are read once the wait is over, so
+// a dispatch acts on the Plugins as they are when its hooks are called.
 func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.NodeHookPoint,
 	vmi *kubevirtv1.VirtualMachineInstance, nodeContext NodeContext) (err error) {
 	if vmi == nil {
@@ -162,6 +166,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 	if !isNodeHookPoint(hookPoint) {
 		return fmt.Errorf("dispatching for VMI %s/%s: unknown node hook point %q", vmi.Namespace, vmi.Name, hookPoint)
 	}
+	start := time.Now()
+	unlock, err := d.locks.Lock(ctx, lockKey(vmi))
+	if err != nil {
+		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: waiting for the VMI's dispatch in progress: %w",
+			hookPoint, vmi.Namespace, vmi.Name, err)
+	}
+	defer unlock()
+
 	snap, err := d.plugins.Snapshot()
 	if err != nil {
 		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: %w", hookPoint, vmi.Namespace, vmi.Name, err)
@@ -172,7 +184,6 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 	d.prune(snap)
 
 	point := string(hookPoint)
-	start := time.Now()
 	d.metrics.inFlight.WithLabelValues(point).Inc()
 	defer func() {
 		d.metrics.inFlight.WithLabelValues(point).Dec()
@@ -180,18 +191,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 		if err != nil {
 			outcome = OutcomeError
 		}
+		// From the call of Dispatch: the wait for the VMI's previous
+		// dispatch is part of what the host waited.
 		d.metrics.dispatchDuration.WithLabelValues(point, outcome).Observe(time.Since(start).Seconds())
 	}()
-
-	key := lockKey{vmi: string(vmi.UID), point: hookPoint}
-	if key.vmi == "" {
-		key.vmi = vmi.Namespace + "/" + vmi.Name
-	}
-	unlock, err := d.locks.Lock(ctx, key)
-	if err != nil {
-		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: %w", hookPoint, vmi.Namespace, vmi.Name, err)
-	}
-	defer unlock()
 
 	hooks, err := selectHooks(ctx, snap.Plugins, hookPoint, vmi, d.holds)
 	if err != nil || len(hooks) == 0 {
@@ -285,13 +288,29 @@ func (d *Dispatcher) holds(ctx context.Context, expr string, vmi *kubevirtv1.Vir
 	return c.Eval(ctx, vmi)
 }
 
+// lockKey identifies the VMI whose dispatches are ordered.
+func lockKey(vmi *kubevirtv1.VirtualMachineInstance) string {
+	if vmi.UID != "" {
+		return string(vmi.UID)
+	}
+	return vmi.Namespace + "/" + vmi.Name
+}
+
 // prune closes connections to sockets no Plugin names any more, once per
-// store revision.
+// store revision. Revisions only grow: a dispatch holding an older
+// snapshot than the last one pruned (it read the Plugins just before they
+// changed) prunes nothing, so that it cannot close the connections of
+// sockets that only the newer revision names.
 func (d *Dispatcher) prune(snap store.Snapshot) {
-	last := d.prunedRevision.Load()
-	if last == snap.Revision || !d.prunedRevision.CompareAndSwap(last, snap.Revision) {
+	if snap.Revision <= d.prunedRevision.Load() {
 		return
 	}
+	d.pruneMu.Lock()
+	defer d.pruneMu.Unlock()
+	if snap.Revision <= d.prunedRevision.Load() {
+		return
+	}
+	d.prunedRevision.Store(snap.Revision)
 	inUse := map[string]bool{}
 	for _, p := range snap.Plugins {
 		for _, h := range p.Spec.NodeHooks {

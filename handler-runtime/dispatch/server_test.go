@@ -62,8 +62,9 @@ type hookServer struct {
 	release chan struct{}
 	entered chan string
 	grpc    *grpc.Server
-	// open counts the connections the server holds.
-	open atomic.Int32
+	// open counts the connections the server holds, accepted all it
+	// accepted.
+	open, accepted atomic.Int32
 }
 
 func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.ExecuteNodeHookRequest) (*hooksv1alpha1.ExecuteNodeHookResponse, error) {
@@ -114,7 +115,7 @@ func serve(t testing.TB, root string, s *hookServer) string {
 	}
 	s.grpc = grpc.NewServer()
 	hooksv1alpha1.RegisterNodeHookServiceServer(s.grpc, s)
-	go s.grpc.Serve(countingListener{Listener: l, open: &s.open})
+	go s.grpc.Serve(countingListener{Listener: l, open: &s.open, accepted: &s.accepted})
 	t.Cleanup(s.grpc.Stop)
 	return path
 }
@@ -123,7 +124,7 @@ func serve(t testing.TB, root string, s *hookServer) string {
 // not closed yet.
 type countingListener struct {
 	net.Listener
-	open *atomic.Int32
+	open, accepted *atomic.Int32
 }
 
 func (l countingListener) Accept() (net.Conn, error) {
@@ -132,6 +133,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.open.Add(1)
+	l.accepted.Add(1)
 	return &countedConn{Conn: c, open: l.open}, nil
 }
 
@@ -146,10 +148,22 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// staticPlugins is a PluginSource with a fixed snapshot.
+// staticPlugins is a PluginSource whose snapshot the test sets: directly
+// while no dispatch runs, with set while dispatches do.
 type staticPlugins struct {
+	mu   sync.Mutex
 	snap store.Snapshot
 	err  error
 }
 
-func (s *staticPlugins) Snapshot() (store.Snapshot, error) { return s.snap, s.err }
+func (s *staticPlugins) Snapshot() (store.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap, s.err
+}
+
+func (s *staticPlugins) set(snap store.Snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snap = snap
+}
