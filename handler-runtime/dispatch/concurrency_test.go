@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -243,5 +244,33 @@ func TestRestartedNodeHookServerIsReachedByTheNextDispatch(t *testing.T) {
 	}
 	if got := j.all(); len(got) != 2 || got[1].VMI != "vm-2" {
 		t.Fatalf("calls = %+v, want vm-2 to reach the restarted server", got)
+	}
+}
+
+func TestWaitForTheVMIsDispatchInProgressIsMeasured(t *testing.T) {
+	root := socketRoot(t)
+	srv := &hookServer{name: "s", journal: &journal{}, release: make(chan struct{}), entered: make(chan string, 8)}
+	sock := serve(t, root, srv)
+	reg := prometheus.NewRegistry()
+	d, _ := newDispatcher(t, root, reg, plugin("p", "", nodeHook(sock, pluginv1alpha1.PreVMStart, pluginv1alpha1.OnVMStop)))
+	v := vmi("vm", nil)
+
+	start := make(chan error, 1)
+	go func() { start <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
+	<-srv.entered
+	stop := make(chan error, 1)
+	go func() { stop <- d.Dispatch(context.Background(), pluginv1alpha1.OnVMStop, v, NodeContext{}) }()
+	waitUntilWaiting(t, d, v, 1)
+	const held = 100 * time.Millisecond
+	time.Sleep(held) // PreVMStart's hook keeps running at least this long
+	close(srv.release)
+	for _, c := range []chan error{start, stop} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := histogram(t, reg, "kubevirt_plugins_node_hook_vmi_wait_seconds", map[string]string{"hook_point": "OnVMStop"})
+	if h.GetSampleCount() != 1 || h.GetSampleSum() < held.Seconds() {
+		t.Fatalf("OnVMStop wait: %d samples summing to %gs, want one of at least %s", h.GetSampleCount(), h.GetSampleSum(), held)
 	}
 }

@@ -168,6 +168,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 	}
 	start := time.Now()
 	unlock, err := d.locks.Lock(ctx, lockKey(vmi))
+	d.metrics.vmiWait.WithLabelValues(string(hookPoint)).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: waiting for the VMI's dispatch in progress: %w",
 			hookPoint, vmi.Namespace, vmi.Name, err)

@@ -47,4 +47,8 @@
 //     histogram of whole dispatches; outcome is success or error.
 //   - kubevirt_plugins_node_hook_dispatches_in_flight{hook_point}: dispatches
 //     running now.
+//   - kubevirt_plugins_node_hook_vmi_wait_seconds{hook_point}: histogram of
+//     how long dispatches waited for the dispatch of the same VMI in
+//     progress (see Ordering within one VMI), including waits cut short by
+//     the caller's context.
 package dispatch
