@@ -35,6 +35,8 @@ const DefaultSocketRoot = "/var/run/kubevirt/"
 const DefaultMaxInFlightPerSocket = connpool.DefaultMaxInFlight
 
 // PluginSource provides the Plugins to dispatch to. *store.Store is one.
+// Snapshot revisions must only grow, as the store's do: connections are
+// pruned for a revision newer than the last one pruned.
 type PluginSource interface {
 	Snapshot() (store.Snapshot, error)
 }
