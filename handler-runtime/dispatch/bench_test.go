@@ -82,7 +82,7 @@ func BenchmarkDispatch(b *testing.B) {
 // dialPerCall is the baseline the pool is measured against: a new client
 // connection for every call, dialed as the pool dials, closed afterwards.
 type dialPerCall struct {
-	dial func(socket string) (*grpc.ClientConn, error)
+	dial func(socket string, opts ...grpc.DialOption) (*grpc.ClientConn, error)
 }
 
 func (c dialPerCall) Call(ctx context.Context, path string, fn func(context.Context, grpc.ClientConnInterface) error) error {

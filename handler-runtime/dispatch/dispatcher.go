@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,8 @@ const DefaultSocketRoot = "/var/run/kubevirt/"
 const DefaultMaxInFlightPerSocket = connpool.DefaultMaxInFlight
 
 // PluginSource provides the Plugins to dispatch to. *store.Store is one.
+// Snapshot revisions must only grow, as the store's do: connections are
+// pruned for a revision newer than the last one pruned.
 type PluginSource interface {
 	Snapshot() (store.Snapshot, error)
 }
@@ -84,14 +87,11 @@ type Dispatcher struct {
 	call    caller // the pool, except in comparisons of connection strategies
 	metrics *metrics
 	log     logr.Logger
-	locks   keyedlock.Locks[lockKey]
+	// locks orders the dispatches of one VMI, whatever their hook point.
+	locks keyedlock.Locks[string]
 
-	prunedRevision atomic.Uint64
-}
-
-type lockKey struct {
-	vmi   string
-	point pluginv1alpha1.NodeHookPoint
+	pruneMu        sync.Mutex
+	prunedRevision atomic.Uint64 // written under pruneMu
 }
 
 // New creates a Dispatcher. Close it to release its connections.
@@ -133,13 +133,15 @@ func New(opts Options) (*Dispatcher, error) {
 // connections reach their socket only through checker: every connect(2),
 // gRPC's reconnects included, is checked component by component rather
 // than made to a path checked earlier.
-func checkedDial(checker *socketpath.Checker) func(socket string) (*grpc.ClientConn, error) {
-	return func(socket string) (*grpc.ClientConn, error) {
-		return grpc.NewClient("passthrough:///"+socket,
+func checkedDial(checker *socketpath.Checker) func(socket string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	return func(socket string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+		opts = append([]grpc.DialOption{
 			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 				return checker.Dial(ctx, socket)
 			}),
-			grpc.WithTransportCredentials(insecure.NewCredentials()))
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+		}, opts...)
+		return grpc.NewClient("passthrough:///"+socket, opts...)
 	}
 }
 
@@ -150,8 +152,14 @@ func (d *Dispatcher) Close() error {
 
 // Dispatch calls, in order, every node hook selected for hookPoint and vmi,
 // and returns the first failure of a hook whose failureStrategy is Fail,
-// or of any condition. With the feature gate off it calls nothing. Two
-// dispatches for the same VMI and hook point run one after the other.
+// or of any condition. With the feature gate off it calls nothing.
+//
+// Dispatches of one VMI run one after the other, whatever their hook
+// points: a dispatch that starts while another of the same VMI runs (an
+// OnVMStop while PreVMStart's hooks are still being called) waits until
+// that one has returned, or until its own ctx ends, in which case it fails
+// without calling any hook. The Plugins are read once the wait is over, so
+// a dispatch acts on the Plugins as they are when its hooks are called.
 func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.NodeHookPoint,
 	vmi *kubevirtv1.VirtualMachineInstance, nodeContext NodeContext) (err error) {
 	if vmi == nil {
@@ -160,6 +168,15 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 	if !isNodeHookPoint(hookPoint) {
 		return fmt.Errorf("dispatching for VMI %s/%s: unknown node hook point %q", vmi.Namespace, vmi.Name, hookPoint)
 	}
+	start := time.Now()
+	unlock, err := d.locks.Lock(ctx, lockKey(vmi))
+	d.metrics.vmiWait.WithLabelValues(string(hookPoint)).Observe(time.Since(start).Seconds())
+	if err != nil {
+		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: waiting for the VMI's dispatch in progress: %w",
+			hookPoint, vmi.Namespace, vmi.Name, err)
+	}
+	defer unlock()
+
 	snap, err := d.plugins.Snapshot()
 	if err != nil {
 		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: %w", hookPoint, vmi.Namespace, vmi.Name, err)
@@ -170,7 +187,6 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 	d.prune(snap)
 
 	point := string(hookPoint)
-	start := time.Now()
 	d.metrics.inFlight.WithLabelValues(point).Inc()
 	defer func() {
 		d.metrics.inFlight.WithLabelValues(point).Dec()
@@ -178,18 +194,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 		if err != nil {
 			outcome = OutcomeError
 		}
+		// From the call of Dispatch: the wait for the VMI's previous
+		// dispatch is part of what the host waited.
 		d.metrics.dispatchDuration.WithLabelValues(point, outcome).Observe(time.Since(start).Seconds())
 	}()
-
-	key := lockKey{vmi: string(vmi.UID), point: hookPoint}
-	if key.vmi == "" {
-		key.vmi = vmi.Namespace + "/" + vmi.Name
-	}
-	unlock, err := d.locks.Lock(ctx, key)
-	if err != nil {
-		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: %w", hookPoint, vmi.Namespace, vmi.Name, err)
-	}
-	defer unlock()
 
 	hooks, err := selectHooks(ctx, snap.Plugins, hookPoint, vmi, d.holds)
 	if err != nil || len(hooks) == 0 {
@@ -283,13 +291,29 @@ func (d *Dispatcher) holds(ctx context.Context, expr string, vmi *kubevirtv1.Vir
 	return c.Eval(ctx, vmi)
 }
 
+// lockKey identifies the VMI whose dispatches are ordered.
+func lockKey(vmi *kubevirtv1.VirtualMachineInstance) string {
+	if vmi.UID != "" {
+		return string(vmi.UID)
+	}
+	return vmi.Namespace + "/" + vmi.Name
+}
+
 // prune closes connections to sockets no Plugin names any more, once per
-// store revision.
+// store revision. Revisions only grow: a dispatch holding an older
+// snapshot than the last one pruned (it read the Plugins just before they
+// changed) prunes nothing, so that it cannot close the connections of
+// sockets that only the newer revision names.
 func (d *Dispatcher) prune(snap store.Snapshot) {
-	last := d.prunedRevision.Load()
-	if last == snap.Revision || !d.prunedRevision.CompareAndSwap(last, snap.Revision) {
+	if snap.Revision <= d.prunedRevision.Load() {
 		return
 	}
+	d.pruneMu.Lock()
+	defer d.pruneMu.Unlock()
+	if snap.Revision <= d.prunedRevision.Load() {
+		return
+	}
+	d.prunedRevision.Store(snap.Revision)
 	inUse := map[string]bool{}
 	for _, p := range snap.Plugins {
 		for _, h := range p.Spec.NodeHooks {

@@ -282,6 +282,13 @@ func TestHookPastItsTimeoutIsCutOff(t *testing.T) {
 // whose labels include want.
 func sampleCount(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) uint64 {
 	t.Helper()
+	return histogram(t, reg, name, want).GetSampleCount()
+}
+
+// histogram is the histogram series of name whose labels include want;
+// empty when there is none.
+func histogram(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) *dto.Histogram {
+	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -297,10 +304,10 @@ func sampleCount(t *testing.T, reg *prometheus.Registry, name string, want map[s
 					continue series
 				}
 			}
-			return m.GetHistogram().GetSampleCount()
+			return m.GetHistogram()
 		}
 	}
-	return 0
+	return &dto.Histogram{}
 }
 
 func labelValue(m *dto.Metric, name string) string {

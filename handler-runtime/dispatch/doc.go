@@ -8,9 +8,34 @@
 // Each call is bounded by the hook's timeout, and a failure is handled by
 // the hook's own failureStrategy only. Sockets are checked against the
 // allowed roots right before every call and connections are pooled per
-// socket. Dispatches for different VMIs run concurrently; calls to one
-// socket are bounded so that a slow server only holds up the VMIs that use
-// it.
+// socket; a status a server returns fails only the call it answers.
+// Dispatches for different VMIs run concurrently; calls to one socket are
+// bounded so that a slow server only holds up the VMIs that use it.
+//
+// # Ordering within one VMI
+//
+// Node hooks of one VMI are ordered per VMI, not per (VMI, hook point):
+// a dispatch of a VMI waits until the dispatch of the same VMI already
+// running has returned, whatever either's hook point. If the host calls
+// OnVMStop while PreVMStart is still running, OnVMStop waits until
+// PreVMStart's hooks have returned (each bounded by its timeout), then calls
+// the OnVMStop hooks; if OnVMStop's own context ends first it fails with
+// an error saying that it waited for the VMI's dispatch in progress, and
+// no OnVMStop hook is called. A host that wants the stop handled at once
+// cancels the context of the PreVMStart dispatch.
+//
+// Why per VMI: a plugin sees one VMI's lifecycle in the order the host
+// reported it and never two events of one VMI at the same time. Ordered
+// only per hook point, OnVMStop could reach a plugin while its PreVMStart
+// for the same VMI was still setting something up, and the teardown could
+// run before the setup it undoes, leaving the setup behind on the node.
+// The price, a stop that waits out a slow start, is bounded by the hooks'
+// timeouts and is the same order virt-handler itself keeps, handling one
+// VMI in one worker at a time.
+//
+// The Plugins are read after the wait, so a dispatch that waited calls the
+// hooks of the Plugins that exist when it runs, not of those that existed
+// when it was called.
 //
 // Metrics, registered on Options.Registerer:
 //
@@ -22,4 +47,8 @@
 //     histogram of whole dispatches; outcome is success or error.
 //   - kubevirt_plugins_node_hook_dispatches_in_flight{hook_point}: dispatches
 //     running now.
+//   - kubevirt_plugins_node_hook_vmi_wait_seconds{hook_point}: histogram of
+//     how long dispatches waited for the dispatch of the same VMI in
+//     progress (see Ordering within one VMI), including waits cut short by
+//     the caller's context.
 package dispatch

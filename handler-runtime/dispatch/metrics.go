@@ -18,6 +18,7 @@ type metrics struct {
 	ignoredFailures  *prometheus.CounterVec
 	dispatchDuration *prometheus.HistogramVec
 	inFlight         *prometheus.GaugeVec
+	vmiWait          *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -40,11 +41,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "kubevirt_plugins_node_hook_dispatches_in_flight",
 			Help: "Dispatches currently running, by hook point.",
 		}, []string{"hook_point"}),
+		vmiWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kubevirt_plugins_node_hook_vmi_wait_seconds",
+			Help:    "Time dispatches waited for the dispatch of the same VMI in progress (node hooks of one VMI run one after the other), by hook point.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"hook_point"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.callDuration, m.ignoredFailures, m.dispatchDuration, m.inFlight} {
+	for _, c := range []prometheus.Collector{m.callDuration, m.ignoredFailures, m.dispatchDuration, m.inFlight, m.vmiWait} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering node hook metrics (one Dispatcher per Registerer): %w", err)
 		}

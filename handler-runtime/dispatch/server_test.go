@@ -52,6 +52,9 @@ type hookServer struct {
 	journal *journal
 	// fail makes every call return this code.
 	fail codes.Code
+	// unavailableFor names a VMI the server answers with Unavailable, as
+	// a plugin whose backend for that one VMI is down does.
+	unavailableFor string
 	// hold, when set, keeps every call waiting until the caller gives up.
 	hold bool
 	// release, when set, keeps every call waiting until it is closed;
@@ -59,8 +62,9 @@ type hookServer struct {
 	release chan struct{}
 	entered chan string
 	grpc    *grpc.Server
-	// open counts the connections the server holds.
-	open atomic.Int32
+	// open counts the connections the server holds, accepted all it
+	// accepted.
+	open, accepted atomic.Int32
 }
 
 func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.ExecuteNodeHookRequest) (*hooksv1alpha1.ExecuteNodeHookResponse, error) {
@@ -69,6 +73,9 @@ func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.Exe
 		return nil, status.Errorf(codes.InvalidArgument, "vmi: %v", err)
 	}
 	s.journal.add(record{Server: s.name, HookPoint: req.HookPoint, VMI: vmi.Name, Node: req.GetNodeContext().GetNodeName()})
+	if s.unavailableFor != "" && vmi.Name == s.unavailableFor {
+		return nil, status.Error(codes.Unavailable, "backend for this VMI is down")
+	}
 	if s.hold {
 		<-ctx.Done()
 		return nil, status.FromContextError(ctx.Err()).Err()
@@ -108,7 +115,7 @@ func serve(t testing.TB, root string, s *hookServer) string {
 	}
 	s.grpc = grpc.NewServer()
 	hooksv1alpha1.RegisterNodeHookServiceServer(s.grpc, s)
-	go s.grpc.Serve(countingListener{Listener: l, open: &s.open})
+	go s.grpc.Serve(countingListener{Listener: l, open: &s.open, accepted: &s.accepted})
 	t.Cleanup(s.grpc.Stop)
 	return path
 }
@@ -117,7 +124,7 @@ func serve(t testing.TB, root string, s *hookServer) string {
 // not closed yet.
 type countingListener struct {
 	net.Listener
-	open *atomic.Int32
+	open, accepted *atomic.Int32
 }
 
 func (l countingListener) Accept() (net.Conn, error) {
@@ -126,6 +133,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	l.open.Add(1)
+	l.accepted.Add(1)
 	return &countedConn{Conn: c, open: l.open}, nil
 }
 
@@ -140,10 +148,22 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// staticPlugins is a PluginSource with a fixed snapshot.
+// staticPlugins is a PluginSource whose snapshot the test sets: directly
+// while no dispatch runs, with set while dispatches do.
 type staticPlugins struct {
+	mu   sync.Mutex
 	snap store.Snapshot
 	err  error
 }
 
-func (s *staticPlugins) Snapshot() (store.Snapshot, error) { return s.snap, s.err }
+func (s *staticPlugins) Snapshot() (store.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap, s.err
+}
+
+func (s *staticPlugins) set(snap store.Snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snap = snap
+}

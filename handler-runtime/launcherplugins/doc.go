@@ -1,7 +1,10 @@
 // Package launcherplugins decides what virt-handler hands each
-// virt-launcher: the Plugins that have launcher hooks, serialized, with a
-// generation that changes whenever that content does, so that the host
-// resends only when Plugins changed.
+// virt-launcher: the Plugins that have launcher hooks, each reduced to what
+// the launcher runs (name, metadata.generation, spec), serialized, with a
+// generation that hashes exactly that content. The host resends only when
+// a launcher would run something else: status writes of the plugin
+// controller, resourceVersion bumps and label or annotation edits leave
+// the data and its generation unchanged.
 //
 // The launcher evaluates plugin and hook conditions itself, at each hook
 // point, against the VMI it holds at that moment; the set handed over

@@ -27,11 +27,16 @@ var _ PluginSource = (*store.Store)(nil)
 // LauncherPlugins is what one launcher is handed.
 type LauncherPlugins struct {
 	// Data is a JSON PluginList of the Plugins with launcher hooks, sorted
-	// by name, without managedFields. Decode reads it back. It is shared
-	// by every caller of one revision and must not be modified.
+	// by name, each with only what the launcher runs: its name, its
+	// metadata.generation and its spec. Status, resourceVersion, labels,
+	// annotations and the rest of the metadata are left out, so that a
+	// status write or a metadata edit does not change Data. Decode reads
+	// it back. It is shared by every caller of one revision and must not
+	// be modified.
 	Data []byte
-	// Generation identifies Data: equal generations mean equal data. The
-	// host resends when the generation differs from the one last sent.
+	// Generation identifies Data (it is a hash of Data alone): equal
+	// generations mean equal data. The host resends when the generation
+	// differs from the one last sent.
 	Generation string
 }
 
@@ -85,7 +90,7 @@ func (s *Selector) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) (Laun
 }
 
 // Encode serializes those of plugins that have launcher hooks, sorted by
-// name, without managedFields.
+// name, each reduced to its name, generation and spec.
 func Encode(plugins []*pluginv1alpha1.Plugin) (LauncherPlugins, error) {
 	list := pluginv1alpha1.PluginList{
 		TypeMeta: metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "PluginList"},
@@ -96,10 +101,12 @@ func Encode(plugins []*pluginv1alpha1.Plugin) (LauncherPlugins, error) {
 		if len(p.Spec.LauncherHooks) == 0 {
 			continue
 		}
-		c := p.DeepCopy()
-		c.ManagedFields = nil
-		c.TypeMeta = metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "Plugin"}
-		list.Items = append(list.Items, *c)
+		// The spec is shared with the snapshot; marshaling only reads it.
+		list.Items = append(list.Items, pluginv1alpha1.Plugin{
+			TypeMeta:   metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "Plugin"},
+			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Generation: p.Generation},
+			Spec:       p.Spec,
+		})
 	}
 	data, err := json.Marshal(&list)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -128,5 +129,61 @@ func TestUnsyncedStoreIsAnError(t *testing.T) {
 	}
 	if _, err := s.LauncherPlugins(nil); err == nil {
 		t.Fatal("LauncherPlugins(nil) succeeded")
+	}
+}
+
+func TestLaunchersAreHandedNameGenerationAndSpecOnlySoStatusAndMetadataWritesChangeNothing(t *testing.T) {
+	base := withLauncherHook("p")
+	base.Generation = 3
+	base.ResourceVersion = "100"
+	base.UID = "uid-p"
+	base.Annotations = map[string]string{"note": "a"}
+	base.Labels = map[string]string{"team": "a"}
+	base.Status = pluginv1alpha1.PluginStatus{ObservedGeneration: 3, LauncherHooks: 1, Conditions: []metav1.Condition{{
+		Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Unix(1, 0),
+	}}}
+	first, err := Encode([]*pluginv1alpha1.Plugin{base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugins, err := Decode(first.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pluginv1alpha1.Plugin{
+		TypeMeta:   metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "Plugin"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 3},
+		Spec:       base.Spec,
+	}
+	if len(plugins) != 1 || !equality.Semantic.DeepEqual(plugins[0], want) {
+		t.Fatalf("launcher is handed %s, want only name, generation and spec", first.Data)
+	}
+
+	for name, edit := range map[string]func(p *pluginv1alpha1.Plugin){
+		"status write":      func(p *pluginv1alpha1.Plugin) { p.Status.Conditions[0].Status = metav1.ConditionFalse },
+		"resourceVersion":   func(p *pluginv1alpha1.Plugin) { p.ResourceVersion = "101" },
+		"annotation change": func(p *pluginv1alpha1.Plugin) { p.Annotations["note"] = "b" },
+		"label change":      func(p *pluginv1alpha1.Plugin) { p.Labels["team"] = "b" },
+	} {
+		edited := base.DeepCopy()
+		edit(edited)
+		got, err := Encode([]*pluginv1alpha1.Plugin{edited})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Generation != first.Generation {
+			t.Errorf("%s changed the generation: %s", name, got.Data)
+		}
+	}
+
+	specEdit := base.DeepCopy()
+	specEdit.Spec.LauncherHooks[0].CEL.Expression = `Domain{Name: "x"}`
+	specEdit.Generation = 4
+	got, err := Encode([]*pluginv1alpha1.Plugin{specEdit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Generation == first.Generation {
+		t.Fatal("a spec change left the generation unchanged")
 	}
 }

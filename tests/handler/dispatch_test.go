@@ -191,3 +191,37 @@ func TestFeatureGateOffDispatchesNothing(t *testing.T) {
 		t.Fatalf("%d events with the feature gate back on, want 1", n)
 	}
 }
+
+// TestOnVMStopDuringPreVMStartReachesTheServerOnlyAfterPreVMStartReturned
+// reports OnVMStop while the recorder still works on the same VMI's
+// PreVMStart (each call takes 1 s there). Node hooks of one VMI are ordered
+// per VMI: the recorder's own clock shows OnVMStop arriving only once the
+// PreVMStart call was over.
+func TestOnVMStopDuringPreVMStartReachesTheServerOnlyAfterPreVMStartReturned(t *testing.T) {
+	const delay = time.Second
+	rec := startRecorder(t, "per-vmi", "hook.sock", "per-vmi", "--delay", delay.String())
+	createPlugins(t, newPlugin("per-vmi", "", nodeHook(rec.Socket, pluginv1alpha1.PreVMStart, pluginv1alpha1.OnVMStop)))
+	vmi := newVMI("vm-per-vmi", nil)
+
+	start := make(chan error, 1)
+	go func() {
+		start <- dispatcher.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{NodeName: "n"})
+	}()
+	eventually(t, "PreVMStart to reach the recorder", func() bool { return len(readEvents(t, rec.Events)) == 1 })
+	if err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.OnVMStop, vmi, dispatch.NodeContext{NodeName: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-start; err != nil {
+		t.Fatal(err)
+	}
+	events, err := hookrecorder.ReadEvents(rec.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 2 || events[0].HookPoint != "PreVMStart" || events[1].HookPoint != "OnVMStop" {
+		t.Fatalf("recorder has %+v, want PreVMStart then OnVMStop", events)
+	}
+	if gap := events[1].Time.Sub(events[0].Time); gap < delay {
+		t.Fatalf("OnVMStop arrived %s after PreVMStart, while PreVMStart's call (%s) still ran", gap, delay)
+	}
+}

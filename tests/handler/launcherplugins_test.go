@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/launcherplugins"
 )
@@ -75,4 +77,61 @@ func names(ps []pluginv1alpha1.Plugin) []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+func TestStatusWritesAndMetadataEditsDoNotChangeWhatLaunchersAreHanded(t *testing.T) {
+	p := newPlugin("status-writes", "")
+	p.Spec.LauncherHooks = []pluginv1alpha1.LauncherHook{{Sidecar: &pluginv1alpha1.SidecarHook{
+		SocketPath:     pluginv1alpha1.PluginDir(p.Name) + "hook.sock",
+		PermittedHooks: []pluginv1alpha1.LauncherHookPoint{pluginv1alpha1.PreBoot},
+	}}}
+	createPlugins(t, p)
+	vmi := newVMI("vm-status-writes", nil)
+	first, err := launchers.LauncherPlugins(vmi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	// What the plugin controller writes: the status subresource.
+	p.Status = pluginv1alpha1.PluginStatus{ObservedGeneration: p.Generation, LauncherHooks: 1, Conditions: []metav1.Condition{{
+		Type: "Ready", Status: metav1.ConditionTrue, Reason: "HooksReachable", Message: "all hooks reachable",
+		LastTransitionTime: metav1.Now(),
+	}}}
+	if err := server.Client.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitForStore(t, p)
+	if lp, err := launchers.LauncherPlugins(vmi); err != nil || lp.Generation != first.Generation {
+		t.Fatalf("after a status write: generation changed %v (%v); data %s", lp.Generation != first.Generation, err, lp.Data)
+	}
+
+	p.Annotations = map[string]string{"example.com/owner": "team-a"}
+	if err := server.Client.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitForStore(t, p)
+	if lp, err := launchers.LauncherPlugins(vmi); err != nil || lp.Generation != first.Generation {
+		t.Fatalf("after an annotation edit: generation changed %v (%v); data %s", lp.Generation != first.Generation, err, lp.Data)
+	}
+
+	p.Spec.LauncherHooks[0].Sidecar.PermittedHooks = append(p.Spec.LauncherHooks[0].Sidecar.PermittedHooks, pluginv1alpha1.GuestDefinition)
+	if err := server.Client.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitForStore(t, p)
+	edited, err := launchers.LauncherPlugins(vmi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edited.Generation == first.Generation {
+		t.Fatal("a spec edit left the generation unchanged")
+	}
+	got, err := launcherplugins.Decode(edited.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Generation != p.Generation || len(got[0].Spec.LauncherHooks[0].Sidecar.PermittedHooks) != 2 {
+		t.Fatalf("launcher is handed %s, want the edited spec at generation %d", edited.Data, p.Generation)
+	}
 }

@@ -215,6 +215,7 @@ type SidecarHook struct {
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/var/run/kubevirt-plugin/')",message="socketPath must be under /var/run/kubevirt-plugin/<plugin name>/"
 	// +kubebuilder:validation:XValidation:rule="self.endsWith('.sock')",message="socketPath must end with .sock"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="socketPath must not contain '..'"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(c, c == '.')",message="socketPath must not contain a '.' path component"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('//')",message="socketPath must not contain a repeated '/'"
 	// +kubebuilder:validation:XValidation:rule="!self.endsWith('/')",message="socketPath must not end with '/'"
 	SocketPath string `json:"socketPath"`
@@ -235,6 +236,7 @@ type NodeHook struct {
 	// +kubebuilder:validation:MaxLength=108
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="socket must be an absolute path"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="socket must not contain '..'"
+	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(c, c == '.')",message="socket must not contain a '.' path component"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('//')",message="socket must not contain a repeated '/'"
 	// +kubebuilder:validation:XValidation:rule="!self.endsWith('/')",message="socket must not end with '/'"
 	Socket string `json:"socket"`

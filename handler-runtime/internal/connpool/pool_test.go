@@ -3,12 +3,14 @@ package connpool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,8 +24,14 @@ import (
 type server struct {
 	hooksv1alpha1.UnimplementedNodeHookServiceServer
 	grpc     *grpc.Server
+	listener *net.UnixListener
 	accepted atomic.Int32
+	open     atomic.Int32 // accepted connections not closed yet
 	calls    atomic.Int32
+	// unavailableFor names the request (by its vmi bytes) the server
+	// answers with Unavailable, as a plugin whose backend for one VMI is
+	// down does.
+	unavailableFor string
 	// block, when set, holds every call until it is closed.
 	block   chan struct{}
 	entered chan struct{}
@@ -31,15 +39,28 @@ type server struct {
 
 type countingListener struct {
 	net.Listener
-	n *atomic.Int32
+	n, open *atomic.Int32
 }
 
 func (l countingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err == nil {
-		l.n.Add(1)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	l.n.Add(1)
+	l.open.Add(1)
+	return &countedConn{Conn: c, open: l.open}, nil
+}
+
+type countedConn struct {
+	net.Conn
+	open *atomic.Int32
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.open.Add(-1) })
+	return c.Conn.Close()
 }
 
 func startServer(t *testing.T, path string) *server {
@@ -48,15 +69,18 @@ func startServer(t *testing.T, path string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{grpc: grpc.NewServer(), entered: make(chan struct{}, 16)}
+	s := &server{grpc: grpc.NewServer(), listener: l.(*net.UnixListener), entered: make(chan struct{}, 16)}
 	hooksv1alpha1.RegisterNodeHookServiceServer(s.grpc, s)
-	go s.grpc.Serve(countingListener{l, &s.accepted})
+	go s.grpc.Serve(countingListener{l, &s.accepted, &s.open})
 	t.Cleanup(s.grpc.Stop)
 	return s
 }
 
-func (s *server) ExecuteNodeHook(ctx context.Context, _ *hooksv1alpha1.ExecuteNodeHookRequest) (*hooksv1alpha1.ExecuteNodeHookResponse, error) {
+func (s *server) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.ExecuteNodeHookRequest) (*hooksv1alpha1.ExecuteNodeHookResponse, error) {
 	s.calls.Add(1)
+	if s.unavailableFor != "" && string(req.Vmi) == s.unavailableFor {
+		return nil, status.Error(codes.Unavailable, "backend for this VMI is down")
+	}
 	if s.block != nil {
 		s.entered <- struct{}{}
 		select {
@@ -69,8 +93,29 @@ func (s *server) ExecuteNodeHook(ctx context.Context, _ *hooksv1alpha1.ExecuteNo
 }
 
 func execute(ctx context.Context, cc grpc.ClientConnInterface) error {
-	_, err := hooksv1alpha1.NewNodeHookServiceClient(cc).ExecuteNodeHook(ctx, &hooksv1alpha1.ExecuteNodeHookRequest{HookPoint: "PreVMStart"})
-	return err
+	return executeFor("")(ctx, cc)
+}
+
+// executeFor calls the hook with vmi as the request's VMI bytes.
+func executeFor(vmi string) func(context.Context, grpc.ClientConnInterface) error {
+	return func(ctx context.Context, cc grpc.ClientConnInterface) error {
+		_, err := hooksv1alpha1.NewNodeHookServiceClient(cc).ExecuteNodeHook(ctx,
+			&hooksv1alpha1.ExecuteNodeHookRequest{HookPoint: "PreVMStart", Vmi: []byte(vmi)})
+		return err
+	}
+}
+
+// waitClosed waits until the server holds no open connection, and fails
+// the test when one is still open after a generous while.
+func waitClosed(t *testing.T, s *server) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.open.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("server still holds %d open connections that the pool never closed", s.open.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func socketDir(t *testing.T) string {
@@ -84,10 +129,10 @@ func socketDir(t *testing.T) string {
 }
 
 // countingDial counts how often the pool dials.
-func countingDial(n *atomic.Int32) func(string) (*grpc.ClientConn, error) {
-	return func(path string) (*grpc.ClientConn, error) {
+func countingDial(n *atomic.Int32) func(string, ...grpc.DialOption) (*grpc.ClientConn, error) {
+	return func(path string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 		n.Add(1)
-		return Dial(path)
+		return Dial(path, opts...)
 	}
 }
 
@@ -231,5 +276,113 @@ func TestForgetClosesIdleConnectionsOnly(t *testing.T) {
 	}
 	if d, a := dials.Load(), idle.accepted.Load(); d != 3 || a != 2 {
 		t.Fatalf("dials = %d, idle server accepted %d; want the forgotten idle connection dialed again", d, a)
+	}
+}
+
+func TestServerStatusIsTheAnswerOfOneCallAndLeavesTheConnectionToTheOthers(t *testing.T) {
+	path := filepath.Join(socketDir(t), "hook.sock")
+	srv := startServer(t, path)
+	srv.unavailableFor = "vm-down"
+	srv.block = make(chan struct{})
+	srv.entered = make(chan struct{}, 32)
+	var dials atomic.Int32
+	p := New(Options{Dial: countingDial(&dials)})
+	defer p.Close()
+
+	const inFlight = 20
+	errs := make(chan error, inFlight)
+	for i := range inFlight {
+		go func() { errs <- p.Call(context.Background(), path, executeFor(fmt.Sprintf("vm-%d", i))) }()
+	}
+	for range inFlight {
+		<-srv.entered
+	}
+	// All twenty sit in the server; the server now answers one other VMI
+	// with Unavailable.
+	if err := p.Call(context.Background(), path, executeFor("vm-down")); status.Code(err) != codes.Unavailable {
+		t.Fatalf("call for vm-down = %v, want the server's Unavailable", err)
+	}
+	close(srv.block)
+	for range inFlight {
+		if err := <-errs; err != nil {
+			t.Errorf("call in flight while another VMI got Unavailable: %v", err)
+		}
+	}
+	if n := srv.calls.Load(); n != inFlight+1 {
+		t.Fatalf("server saw %d calls, want %d: the server's Unavailable is not retried", n, inFlight+1)
+	}
+	if err := p.Call(context.Background(), path, execute); err != nil {
+		t.Fatal(err)
+	}
+	if d, a := dials.Load(), srv.accepted.Load(); d != 1 || a != 1 {
+		t.Fatalf("dials = %d, accepted = %d; want the one connection kept", d, a)
+	}
+}
+
+func TestCloseLetsCallsInFlightFinishAndThenClosesTheirConnection(t *testing.T) {
+	path := filepath.Join(socketDir(t), "hook.sock")
+	srv := startServer(t, path)
+	srv.block = make(chan struct{})
+	p := New(Options{})
+	done := make(chan error, 1)
+	go func() { done <- p.Call(context.Background(), path, execute) }()
+	<-srv.entered
+
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(srv.block)
+	if err := <-done; err != nil {
+		t.Fatalf("call in flight during Close: %v", err)
+	}
+	waitClosed(t, srv)
+}
+
+func TestForgetDuringALookupCannotOrphanTheConnectionTheCallDials(t *testing.T) {
+	path := filepath.Join(socketDir(t), "hook.sock")
+	srv := startServer(t, path)
+	p := New(Options{})
+	// The call has found the entry of its socket but holds no slot yet
+	// when a prune forgets every socket.
+	p.lookedUp = func() { p.Forget(func(string) bool { return false }) }
+	if err := p.Call(context.Background(), path, execute); err != nil {
+		t.Fatal(err)
+	}
+	if srv.open.Load() != 1 {
+		t.Fatalf("server holds %d connections, want the call's one", srv.open.Load())
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, srv)
+}
+
+func TestCallCutOffByAServerRestartIsRetriedOnTheNewServer(t *testing.T) {
+	path := filepath.Join(socketDir(t), "hook.sock")
+	old := startServer(t, path)
+	p := New(Options{})
+	defer p.Close()
+	if err := p.Call(context.Background(), path, execute); err != nil {
+		t.Fatal(err)
+	}
+
+	// The call is in the old server when it is replaced: the new one
+	// listens on the socket path, then the old one dies with the call.
+	old.block = make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- p.Call(context.Background(), path, execute) }()
+	<-old.entered
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	old.listener.SetUnlinkOnClose(false) // the path is the new server's now
+	replacement := startServer(t, path)
+	old.grpc.Stop()
+
+	if err := <-done; err != nil {
+		t.Fatalf("call cut off by the restart: %v", err)
+	}
+	if n := replacement.calls.Load(); n != 1 {
+		t.Fatalf("new server saw %d calls, want the retried one", n)
 	}
 }

@@ -58,3 +58,14 @@ func (l *Locks[K]) Len() int {
 	defer l.mu.Unlock()
 	return len(l.locks)
 }
+
+// Waiting is the number of callers waiting for key, not holding it.
+func (l *Locks[K]) Waiting(key K) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k, ok := l.locks[key]
+	if !ok {
+		return 0
+	}
+	return k.refs - len(k.held)
+}

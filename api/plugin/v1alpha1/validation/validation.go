@@ -7,6 +7,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -174,13 +175,17 @@ func nodeSocket(path string) error {
 }
 
 // socketPathShape checks what sidecar and node hook socket paths share: at
-// most 108 bytes, no "..", no repeated and no trailing "/".
+// most 108 bytes, no "..", no "." component, no repeated and no trailing
+// "/". The sockets are dialed one component at a time, and a "." component
+// would be refused there: admission refuses it first.
 func socketPathShape(path string) error {
 	switch {
 	case len(path) > v1alpha1.MaxSocketPathLength:
 		return fmt.Errorf("is %d bytes long, more than the %d a Unix socket path may have", len(path), v1alpha1.MaxSocketPathLength)
 	case strings.Contains(path, ".."):
 		return fmt.Errorf("must not contain '..'")
+	case slices.Contains(strings.Split(path, "/"), "."):
+		return fmt.Errorf("must not contain a '.' path component")
 	case strings.Contains(path, "//"):
 		return fmt.Errorf("must not contain a repeated '/'")
 	case strings.HasSuffix(path, "/"):

@@ -76,6 +76,9 @@ func TestSocketPathRules(t *testing.T) {
 		{"outside the root", "/tmp/p/hook.sock", "own directory"},
 		{"not .sock", "/var/run/kubevirt-plugin/p/hook", "must end with .sock"},
 		{"dot dot", "/var/run/kubevirt-plugin/p/../p/hook.sock", "'..'"},
+		{"dot component", "/var/run/kubevirt-plugin/p/./hook.sock", "'.' path component"},
+		{"dot component below its own directory", "/var/run/kubevirt-plugin/p/sub/./hook.sock", "'.' path component"},
+		{"dots inside a name", "/var/run/kubevirt-plugin/p/.hook.v1.sock", ""},
 		{"repeated slash", "/var/run/kubevirt-plugin/p//hook.sock", "repeated '/'"},
 		{"trailing slash", "/var/run/kubevirt-plugin/p/hook.sock/", "end with '/'"},
 	} {
