@@ -34,4 +34,3 @@ func TestSampleInjectionPolicyIsRefusedWhereMutatingAdmissionPolicyIsNotServed(t
 		t.Fatalf("creating the sample MutatingAdmissionPolicy: %v, want the API server's no-match error", err)
 	}
 }
-
