@@ -217,18 +217,6 @@ func TestBinaryWithSelfSignedCertsPublishesTheCAAndServesWithIt(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, func() error {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", rb.metrics))
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if !strings.Contains(string(body), `controller_runtime_active_workers{controller="plugin-controller"}`) {
-			return fmt.Errorf("metrics do not show the plugin-controller controller")
-		}
-		return nil
-	})
 	if err := httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", rb.probe)); err != nil {
 		t.Error(err)
 	}

@@ -59,9 +59,9 @@ func TestDeployKustomizationIsAcceptedByTheAPIServer(t *testing.T) {
 	}
 	objs := kustomize(t, "deploy")
 	want := []string{
-		"ClusterRole/plugin-controller", "ClusterRoleBinding/plugin-controller",
+		"ClusterRole/plugin-controller", "ClusterRole/plugin-controller-metrics-reader", "ClusterRoleBinding/plugin-controller",
 		"CustomResourceDefinition/plugins.plugin.kubevirt.io", "Deployment/plugin-controller",
-		"Role/plugin-controller", "RoleBinding/plugin-controller", "Service/plugin-controller-webhook",
+		"Role/plugin-controller", "RoleBinding/plugin-controller", "Service/plugin-controller-metrics", "Service/plugin-controller-webhook",
 		"ServiceAccount/plugin-controller", "ValidatingAdmissionPolicy/kubevirt-plugin-sockets-subpath",
 		"ValidatingAdmissionPolicyBinding/kubevirt-plugin-sockets-subpath",
 		"ValidatingWebhookConfiguration/plugin-controller",

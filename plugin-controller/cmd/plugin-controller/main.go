@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -33,6 +34,11 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=kubevirt
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kubevirt
 
+// The metrics endpoint asks the API server who a scraper is and whether it
+// may get /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Certificate management modes of --webhook-cert-management.
 const (
 	certsSelfSigned = "self-signed"
@@ -41,6 +47,8 @@ const (
 
 type flags struct {
 	kubeconfig, metricsAddr, probeAddr string
+	metricsSecure                      bool
+	metricsCertDir                     string
 	leaderElect                        bool
 	leaderElectionNamespace            string
 	enableWebhook                      bool
@@ -61,7 +69,11 @@ func parseFlags(args []string) (*flags, error) {
 	}
 	fs := flag.NewFlagSet("plugin-controller", flag.ContinueOnError)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: in-cluster configuration, or $KUBECONFIG.")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS to clients whose bearer token the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview); false serves plain HTTP to anyone.")
+	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
+		"Directory holding tls.crt and tls.key for the metrics endpoint, reloaded when they change. Default: a self-signed certificate made at start-up.")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", namespace, "Namespace of the leader election Lease. Default: $POD_NAMESPACE, else kubevirt.")
@@ -138,7 +150,7 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 	opts := ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        logger,
-		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
+		Metrics:                       metricsOptions(f),
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              "plugin-controller.plugin.kubevirt.io",
@@ -181,6 +193,17 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 	}
 	logger.Info("starting", "webhook", f.enableWebhook, "leaderElection", f.leaderElect)
 	return mgr.Start(ctx)
+}
+
+// metricsOptions serves metrics the way --metrics-secure says.
+func metricsOptions(f *flags) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: f.metricsAddr}
+	if f.metricsSecure {
+		opts.SecureServing = true
+		opts.CertDir = f.metricsCertDir
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
 }
 
 // setupSelfSignedCerts writes a certificate before the webhook server
