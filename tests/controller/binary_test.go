@@ -99,13 +99,20 @@ type runningBinary struct {
 func startBinary(t *testing.T, args ...string) *runningBinary {
 	t.Helper()
 	rb := &runningBinary{probe: freePort(t), metrics: freePort(t), webhook: freePort(t), logs: &lockedBuffer{}}
-	cmd := exec.Command(controllerBinary.Path(t), append([]string{
+	return rb.start(t, "plugin-controller", controllerBinary.Path(t), append([]string{
 		"--kubeconfig", controllerKubeconfig(t),
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(rb.probe),
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(rb.metrics),
 		"--webhook-port", strconv.Itoa(rb.webhook),
 		"--leader-election-namespace", controllerNamespace,
-	}, args...)...)
+	}, args...))
+}
+
+// start runs the binary at path with args, which bind rb's ports, and
+// waits until it is ready.
+func (rb *runningBinary) start(t *testing.T, name, path string, args []string) *runningBinary {
+	t.Helper()
+	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = rb.logs, rb.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -117,15 +124,15 @@ func startBinary(t *testing.T, args ...string) *runningBinary {
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("plugin-controller exited with %v; logs:\n%s", err, rb.logs)
+				t.Errorf("%s exited with %v; logs:\n%s", name, err, rb.logs)
 			}
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 			<-done
-			t.Errorf("plugin-controller did not stop on SIGTERM; logs:\n%s", rb.logs)
+			t.Errorf("%s did not stop on SIGTERM; logs:\n%s", name, rb.logs)
 		}
 		if strings.Contains(strings.ToLower(rb.logs.String()), "forbidden") {
-			t.Errorf("the generated RBAC is missing a permission; logs:\n%s", rb.logs)
+			t.Errorf("the generated RBAC of %s is missing a permission; logs:\n%s", name, rb.logs)
 		}
 	})
 	eventually(t, 60*time.Second, func() error {

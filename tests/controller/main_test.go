@@ -63,6 +63,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	server, err = apiserver.Start(apiserver.Options{
+		// For label-syncer, whose metrics endpoint is checked here too.
+		WithKubeVirtCRDs:      true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{webhookManifest}},
 	})
 	if err != nil {
@@ -80,6 +82,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer controllerBinary.Remove()
+	defer syncerBinary.Remove()
 	return m.Run()
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
 )
 
 // serviceAccountToken creates the ServiceAccount (in the controller's
@@ -77,19 +81,73 @@ func getMetrics(url, token string) (int, string, error) {
 	return resp.StatusCode, string(body), err
 }
 
-var metricsReaderOnce sync.Once
+// syncerBinary is label-syncer's command, built statically.
+var syncerBinary = &gobuild.Binary{Module: "label-syncer", Pkg: "./cmd/label-syncer"}
+
+var syncerRBACOnce sync.Once
+
+// startSyncer runs label-syncer as its ServiceAccount with the RBAC of
+// deploy/label-syncer (KubeVirt's CRDs are installed for this package).
+func startSyncer(t *testing.T) *runningBinary {
+	t.Helper()
+	controllerKubeconfig(t) // the namespace
+	syncerRBACOnce.Do(func() {
+		applyManifest(t, "deploy", "label-syncer", "rbac", "role.yaml")
+		applyManifest(t, "deploy", "label-syncer", "bindings.yaml")
+	})
+	kubeconfig, err := server.Kubeconfig(envtest.User{
+		Name: "system:serviceaccount:kubevirt:label-syncer", Groups: []string{"system:serviceaccounts", "system:authenticated"},
+	}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := &runningBinary{probe: freePort(t), metrics: freePort(t), logs: &lockedBuffer{}}
+	return rb.start(t, "label-syncer", syncerBinary.Path(t), []string{
+		"--kubeconfig", kubeconfig,
+		"--additional-launcher-labels-sync=ops.example.com/*",
+		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(rb.probe),
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(rb.metrics),
+	})
+}
 
 func TestMetricsAreServedOverHTTPSOnlyToTokensAuthorizedForThem(t *testing.T) {
-	rb := startBinary(t, "--enable-webhook=false")
-	metricsReaderOnce.Do(func() { applyManifest(t, "deploy", "controller", "rbac", "metrics-reader.yaml") })
-	const role = "plugin-controller-metrics-reader"
-	reader := serviceAccountToken(t, "metrics-scraper")
-	bindMetricsReader(t, role, "metrics-scraper")
-	stranger := serviceAccountToken(t, "metrics-stranger")
-	url := fmt.Sprintf("https://127.0.0.1:%d/metrics", rb.metrics)
+	cases := []struct {
+		binary, readerRole, manifest string
+		start                        func(*testing.T) *runningBinary
+		// metric is a line the binary's own metrics hold.
+		metric string
+	}{
+		{
+			binary: "plugin-controller", readerRole: "plugin-controller-metrics-reader",
+			manifest: "deploy/controller/rbac/metrics-reader.yaml",
+			start:    func(t *testing.T) *runningBinary { return startBinary(t, "--enable-webhook=false") },
+			metric:   `controller_runtime_active_workers{controller="plugin-controller"}`,
+		},
+		{
+			binary: "label-syncer", readerRole: "label-syncer-metrics-reader",
+			manifest: "deploy/label-syncer/metrics-reader.yaml",
+			start:    startSyncer,
+			metric:   `controller_runtime_active_workers{controller="labelsync-vmi-to-pod"}`,
+		},
+	}
+	for _, bc := range cases {
+		t.Run(bc.binary, func(t *testing.T) {
+			rb := bc.start(t)
+			applyManifest(t, strings.Split(bc.manifest, "/")...)
+			reader := serviceAccountToken(t, bc.binary+"-scraper")
+			bindMetricsReader(t, bc.readerRole, bc.binary+"-scraper")
+			stranger := serviceAccountToken(t, "metrics-stranger")
+			checkMetricsAccess(t, fmt.Sprintf("https://127.0.0.1:%d/metrics", rb.metrics), bc.readerRole, bc.metric, reader, stranger)
+		})
+	}
+}
 
+// checkMetricsAccess: the reader's token gets the metrics, nobody else
+// does, and plain HTTP is not answered.
+func checkMetricsAccess(t *testing.T, url, role, metric, reader, stranger string) {
+	t.Helper()
 	// The role holder is answered (once the binding is in the authorizer's
-	// view), with the controller's metrics.
+	// view), with the binary's metrics.
 	eventually(t, 30*time.Second, func() error {
 		code, body, err := getMetrics(url, reader)
 		switch {
@@ -97,8 +155,8 @@ func TestMetricsAreServedOverHTTPSOnlyToTokensAuthorizedForThem(t *testing.T) {
 			return err
 		case code != http.StatusOK:
 			return fmt.Errorf("token with %s: %d %.200s", role, code, body)
-		case !strings.Contains(body, `controller_runtime_active_workers{controller="plugin-controller"}`):
-			return fmt.Errorf("metrics do not show the plugin-controller controller")
+		case !strings.Contains(body, metric):
+			return fmt.Errorf("metrics lack %s", metric)
 		}
 		return nil
 	})
