@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -56,6 +57,8 @@ type flags struct {
 	certDir, certManagement            string
 	serviceName, serviceNamespace      string
 	webhookConfigName                  string
+	caSecretName                       string
+	certCheckInterval                  time.Duration
 	celCostLimit                       uint64
 	maxConcurrentReconciles            int
 	zap                                zap.Options
@@ -85,6 +88,10 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.serviceName, "webhook-service-name", "plugin-controller-webhook", "Service in front of the webhook; names the self-signed certificate.")
 	fs.StringVar(&f.serviceNamespace, "webhook-service-namespace", namespace, "Namespace of that Service. Default: $POD_NAMESPACE, else kubevirt.")
 	fs.StringVar(&f.webhookConfigName, "webhook-configuration-name", "plugin-controller", "ValidatingWebhookConfiguration whose caBundle the self-signed mode maintains.")
+	fs.StringVar(&f.caSecretName, "webhook-ca-secret-name", "plugin-controller-webhook-ca",
+		"Secret (in --webhook-service-namespace) holding the self-signed CA every replica signs its serving certificate with, so one caBundle trusts them all; \"\" keeps a CA per replica in --webhook-cert-dir (one replica only).")
+	fs.DurationVar(&f.certCheckInterval, "webhook-cert-check-interval", 0,
+		"How often the self-signed mode checks the certificates and the caBundle, besides watching the ValidatingWebhookConfiguration. Default: 5 minutes.")
 	fs.Uint64Var(&f.celCostLimit, "cel-cost-limit", celenv.DefaultCostLimit, "Cost limit of CEL expressions; must match the launcher's and the handler's.")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Plugins reconciled in parallel.")
 	f.zap.BindFlags(fs)
@@ -210,18 +217,23 @@ func metricsOptions(f *flags) metricsserver.Options {
 // starts (it needs the files) and keeps it renewed afterwards.
 func setupSelfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, scheme *runtime.Scheme, f *flags, logger logr.Logger) error {
 	// The manager's client reads from a cache that is not running yet.
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
 	svc := f.serviceName + "." + f.serviceNamespace
-	rotator, err := servingcert.New(servingcert.Options{
+	opts := servingcert.Options{
 		CertDir:                  f.certDir,
 		DNSNames:                 []string{svc + ".svc", svc + ".svc.cluster.local", svc},
 		WebhookConfigurationName: f.webhookConfigName,
 		Client:                   direct,
+		CheckInterval:            f.certCheckInterval,
 		Logger:                   logger.WithName("servingcert"),
-	})
+	}
+	if f.caSecretName != "" {
+		opts.CASecret = &types.NamespacedName{Namespace: f.serviceNamespace, Name: f.caSecretName}
+	}
+	rotator, err := servingcert.New(opts)
 	if err != nil {
 		return err
 	}
