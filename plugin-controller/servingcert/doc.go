@@ -5,6 +5,12 @@
 // puts the CA into the caBundle of a ValidatingWebhookConfiguration, and
 // renews the certificate, and the CA, before they expire.
 //
+// With Options.CASecret every replica signs its own serving certificate
+// with one CA kept in a Secret (created by whichever replica comes first),
+// so a single caBundle trusts them all and replicas do not take turns
+// rewriting it. The configuration is watched: one created after the
+// controller started gets its caBundle at once.
+//
 // A renewed CA is added to the caBundle next to the previous one, which
 // stays trusted until it expires: replicas still serving a certificate
 // signed by the previous CA keep working during a rollout or rotation.

@@ -9,18 +9,28 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The webhook configuration's caBundle is patched here; least privilege
-// limits the write to the configuration deploy/controller installs.
+// limits the write to the configuration deploy/controller installs. The
+// shared CA lives in one Secret of the controller's namespace (create
+// cannot be limited to a name).
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=update;patch,resourceNames=plugin-controller
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;update,resourceNames=plugin-controller-webhook-ca,namespace=kubevirt
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=kubevirt
 
 // File names in Options.CertDir. CertFile and KeyFile are the names the
 // controller-runtime webhook server reads by default.
@@ -42,10 +52,19 @@ type Options struct {
 	// WebhookConfigurationName is the ValidatingWebhookConfiguration whose
 	// webhooks get the CA in their caBundle. Default: none is patched.
 	WebhookConfigurationName string
-	// Client reads and updates the webhook configuration; it should read
-	// from the API server directly, not from a cache. Required when
-	// WebhookConfigurationName is set.
-	Client client.Client
+	// CASecret is the Secret holding the CA (keys ca.crt and ca.key) that
+	// every replica signs its serving certificate with, so that one
+	// caBundle trusts them all. The first replica creates it; the others
+	// load it; the one that renews it near expiry wins by resourceVersion.
+	// Default: none: the CA is kept in CertDir, one per replica, which
+	// suits a single replica only.
+	CASecret *types.NamespacedName
+	// Client reads and updates the webhook configuration and the CA
+	// Secret, and watches the configuration so that its caBundle is filled
+	// in as soon as it is created; it should read from the API server
+	// directly, not from a cache. Required when WebhookConfigurationName
+	// or CASecret is set.
+	Client client.WithWatch
 	// CAValidity is how long a new CA is valid. Default: one year.
 	CAValidity time.Duration
 	// CertValidity is how long a new serving certificate is valid; it is
@@ -73,6 +92,8 @@ type Options struct {
 // serves the webhook with the files in its own CertDir).
 type Rotator struct {
 	opts Options
+	// mu serializes Ensure between the check interval and the watch.
+	mu sync.Mutex
 }
 
 // New checks opts and fills in the defaults.
@@ -83,8 +104,8 @@ func New(opts Options) (*Rotator, error) {
 	if len(opts.DNSNames) == 0 {
 		return nil, errors.New("servingcert: at least one DNS name is required")
 	}
-	if opts.WebhookConfigurationName != "" && opts.Client == nil {
-		return nil, errors.New("servingcert: a Client is required to patch the webhook configuration")
+	if (opts.WebhookConfigurationName != "" || opts.CASecret != nil) && opts.Client == nil {
+		return nil, errors.New("servingcert: a Client is required to patch the webhook configuration or keep the CA in a Secret")
 	}
 	if opts.CAValidity <= 0 {
 		opts.CAValidity = 365 * 24 * time.Hour
@@ -119,11 +140,15 @@ func New(opts Options) (*Rotator, error) {
 // NeedLeaderElection is false: every replica needs its own certificate.
 func (r *Rotator) NeedLeaderElection() bool { return false }
 
-// Start checks the certificates every CheckInterval until ctx ends.
-// Errors are logged and retried at the next check.
+// Start checks the certificates every CheckInterval until ctx ends, and
+// each time the webhook configuration is created or changed. Errors are
+// logged and retried at the next check.
 func (r *Rotator) Start(ctx context.Context) error {
 	if err := r.Ensure(ctx); err != nil {
 		r.opts.Logger.Error(err, "serving certificate check failed; retrying", "certDir", r.opts.CertDir)
+	}
+	if r.opts.WebhookConfigurationName != "" {
+		go r.watchConfiguration(ctx)
 	}
 	t := r.opts.Clock.NewTicker(r.opts.CheckInterval)
 	defer t.Stop()
@@ -144,18 +169,14 @@ func (r *Rotator) Start(ctx context.Context) error {
 // A renewed CA is put into the caBundle before a certificate signed by it
 // is written, so clients never meet a certificate they do not trust yet.
 func (r *Rotator) Ensure(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	now := r.opts.Clock.Now()
 	log := r.opts.Logger
 
-	ca, err := r.load(CACertFile, CAKeyFile)
-	if err != nil || !ca.cert.IsCA || ca.cert.NotAfter.Sub(now) < r.opts.CertValidity {
-		if ca, err = newCA("plugin-controller-webhook-ca", now, r.opts.CAValidity); err != nil {
-			return fmt.Errorf("servingcert: %w", err)
-		}
-		if err := r.write(CAKeyFile, CACertFile, ca); err != nil {
-			return err
-		}
-		log.Info("created webhook CA", "notAfter", ca.cert.NotAfter)
+	ca, err := r.currentCA(ctx, now)
+	if err != nil {
+		return err
 	}
 
 	serving, err := r.load(CertFile, KeyFile)
@@ -179,6 +200,109 @@ func (r *Rotator) Ensure(ctx context.Context) error {
 	}
 	log.Info("issued webhook serving certificate", "dnsNames", r.opts.DNSNames, "notAfter", serving.cert.NotAfter)
 	return nil
+}
+
+// caUsable: a CA with at least a serving certificate's validity left.
+func (r *Rotator) caUsable(ca *keyPair, now time.Time) bool {
+	return ca.cert.IsCA && ca.cert.NotAfter.Sub(now) >= r.opts.CertValidity
+}
+
+// currentCA returns the CA to sign with, creating or renewing it where it
+// is kept: CertDir, or the CASecret shared by every replica.
+func (r *Rotator) currentCA(ctx context.Context, now time.Time) (*keyPair, error) {
+	if r.opts.CASecret == nil {
+		ca, err := r.load(CACertFile, CAKeyFile)
+		if err == nil && r.caUsable(ca, now) {
+			return ca, nil
+		}
+		if ca, err = newCA("plugin-controller-webhook-ca", now, r.opts.CAValidity); err != nil {
+			return nil, fmt.Errorf("servingcert: %w", err)
+		}
+		if err := r.write(CAKeyFile, CACertFile, ca); err != nil {
+			return nil, err
+		}
+		r.opts.Logger.Info("created webhook CA", "notAfter", ca.cert.NotAfter)
+		return ca, nil
+	}
+	return r.sharedCA(ctx, now)
+}
+
+// sharedCA loads the CA from the Secret, creating it when absent and
+// replacing it when unusable. Replicas racing to do either agree on the
+// API server's answer: the loser of a create (AlreadyExists) or of an
+// update (Conflict) reads the winner's CA.
+func (r *Rotator) sharedCA(ctx context.Context, now time.Time) (*keyPair, error) {
+	key := *r.opts.CASecret
+	for attempt := 0; attempt < 3; attempt++ {
+		var secret corev1.Secret
+		err := r.opts.Client.Get(ctx, key, &secret)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("servingcert: reading the CA Secret %s: %w", key, err)
+		}
+		found := err == nil
+		if found {
+			ca, perr := parseKeyPair(secret.Data[CACertFile], secret.Data[CAKeyFile])
+			if perr == nil && r.caUsable(ca, now) {
+				return ca, nil
+			}
+			reason := "expires within CertValidity"
+			if perr != nil {
+				reason = perr.Error()
+			}
+			r.opts.Logger.Info("replacing the webhook CA in its Secret", "secret", key.String(), "reason", reason)
+		}
+		ca, err := newCA("plugin-controller-webhook-ca", now, r.opts.CAValidity)
+		if err != nil {
+			return nil, fmt.Errorf("servingcert: %w", err)
+		}
+		secret.Data = map[string][]byte{CACertFile: ca.certPEM, CAKeyFile: ca.keyPEM}
+		if found {
+			err = r.opts.Client.Update(ctx, &secret)
+		} else {
+			secret.ObjectMeta = metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}
+			secret.Type = corev1.SecretTypeOpaque
+			err = r.opts.Client.Create(ctx, &secret)
+		}
+		switch {
+		case err == nil:
+			r.opts.Logger.Info("stored a new webhook CA", "secret", key.String(), "notAfter", ca.cert.NotAfter)
+			return ca, nil
+		case apierrors.IsAlreadyExists(err), apierrors.IsConflict(err):
+			continue // another replica was first: use its CA
+		default:
+			return nil, fmt.Errorf("servingcert: writing the CA Secret %s: %w", key, err)
+		}
+	}
+	return nil, fmt.Errorf("servingcert: the CA Secret %s keeps changing under this replica", key)
+}
+
+// watchConfiguration runs Ensure each time the webhook configuration is
+// created or changed, so that a configuration applied after the
+// controller started gets its caBundle at once, not at the next check.
+// A closed or failed watch is opened again after a second.
+func (r *Rotator) watchConfiguration(ctx context.Context) {
+	name := r.opts.WebhookConfigurationName
+	for ctx.Err() == nil {
+		w, err := r.opts.Client.Watch(ctx, &admissionregistrationv1.ValidatingWebhookConfigurationList{},
+			client.MatchingFields{"metadata.name": name})
+		if err != nil {
+			r.opts.Logger.Error(err, "watching the webhook configuration; retrying", "validatingWebhookConfiguration", name)
+		} else {
+			for ev := range w.ResultChan() {
+				if ev.Type != watch.Added && ev.Type != watch.Modified {
+					continue
+				}
+				if err := r.Ensure(ctx); err != nil {
+					r.opts.Logger.Error(err, "serving certificate check after a webhook configuration change failed", "validatingWebhookConfiguration", name)
+				}
+			}
+			w.Stop()
+		}
+		select {
+		case <-ctx.Done():
+		case <-r.opts.Clock.After(time.Second):
+		}
+	}
 }
 
 // servingUsable: signed by ca, for the configured names, and with more

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -25,15 +27,17 @@ type harness struct {
 	t      *testing.T
 	dir    string
 	clock  *clocktesting.FakeClock
-	client client.Client
+	client client.WithWatch
 	r      *Rotator
 }
 
 func newHarness(t *testing.T, caValidity, certValidity, renewBefore time.Duration) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+	for _, add := range []func(*runtime.Scheme) error{admissionregistrationv1.AddToScheme, corev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
 	}
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: vwcName},
@@ -246,5 +250,64 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached before the deadline")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestReplicasSharingTheCASecretAreTrustedByOneBundle(t *testing.T) {
+	h := newHarness(t, 10*time.Hour, time.Hour, 20*time.Minute)
+	secret := types.NamespacedName{Namespace: "kubevirt", Name: "plugin-controller-webhook-ca"}
+	var replicas []*Rotator
+	var dirs []string
+	for range 2 {
+		dir := t.TempDir()
+		r, err := New(Options{
+			CertDir: dir, DNSNames: []string{dnsName}, WebhookConfigurationName: vwcName, Client: h.client,
+			CASecret: &secret, CAValidity: 10 * time.Hour, CertValidity: time.Hour, RenewBefore: 20 * time.Minute, Clock: h.clock,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas, dirs = append(replicas, r), append(dirs, dir)
+	}
+	for range 3 { // each replica checks again: nothing may change
+		for _, r := range replicas {
+			if err := r.Ensure(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := h.client.Get(context.Background(), client.ObjectKey{Name: vwcName}, &vwc); err != nil {
+		t.Fatal(err)
+	}
+	bundle := parseBundle(vwc.Webhooks[0].ClientConfig.CABundle)
+	if len(bundle) != 1 {
+		t.Fatalf("caBundle holds %d CAs, want the one shared CA", len(bundle))
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(bundle[0])
+	for i, dir := range dirs {
+		kp, err := parseFiles(dir, CertFile, KeyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kp.cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: dnsName, CurrentTime: h.clock.Now()}); err != nil {
+			t.Errorf("replica %d's serving certificate is not trusted by the caBundle: %v", i, err)
+		}
+	}
+
+	// Near the CA's end one replica replaces it in the Secret; the other
+	// follows instead of making its own, and the bundle keeps both CAs.
+	h.clock.Step(9*time.Hour + 30*time.Minute)
+	for _, r := range replicas {
+		if err := r.Ensure(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.client.Get(context.Background(), client.ObjectKey{Name: vwcName}, &vwc); err != nil {
+		t.Fatal(err)
+	}
+	if got := parseBundle(vwc.Webhooks[0].ClientConfig.CABundle); len(got) != 2 || !got[1].Equal(bundle[0]) {
+		t.Fatalf("caBundle after the CA renewal holds %d CAs, want the new one and the previous one", len(got))
 	}
 }

@@ -59,9 +59,9 @@ func TestDeployKustomizationIsAcceptedByTheAPIServer(t *testing.T) {
 	}
 	objs := kustomize(t, "deploy")
 	want := []string{
-		"ClusterRole/plugin-controller", "ClusterRoleBinding/plugin-controller",
+		"ClusterRole/plugin-controller", "ClusterRole/plugin-controller-metrics-reader", "ClusterRoleBinding/plugin-controller",
 		"CustomResourceDefinition/plugins.plugin.kubevirt.io", "Deployment/plugin-controller",
-		"Role/plugin-controller", "RoleBinding/plugin-controller", "Service/plugin-controller-webhook",
+		"Role/plugin-controller", "RoleBinding/plugin-controller", "Service/plugin-controller-metrics", "Service/plugin-controller-webhook",
 		"ServiceAccount/plugin-controller", "ValidatingAdmissionPolicy/kubevirt-plugin-sockets-subpath",
 		"ValidatingAdmissionPolicyBinding/kubevirt-plugin-sockets-subpath",
 		"ValidatingWebhookConfiguration/plugin-controller",
@@ -106,12 +106,10 @@ func TestCertManagerOverlaySwitchesTheControllerToExternalCertificates(t *testin
 			vwc = o
 		}
 	}
-	if got := kinds(objs); !slices.Contains(got, "Certificate/plugin-controller-webhook") || !slices.Contains(got, "Issuer/plugin-controller-selfsigned") {
-		t.Fatalf("overlay builds %v, want a Certificate and an Issuer", got)
-	}
 	if vwc == nil || vwc.GetAnnotations()["cert-manager.io/inject-ca-from"] != "kubevirt/plugin-controller-webhook" {
 		t.Fatalf("ValidatingWebhookConfiguration lacks the CA injection annotation: %v", vwc)
 	}
+	checkCAChain(t, objs, "plugin-controller-webhook")
 	containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
 	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 	if !slices.Contains(args, "--webhook-cert-management=external") {
@@ -123,9 +121,60 @@ func TestCertManagerOverlaySwitchesTheControllerToExternalCertificates(t *testin
 	}
 	certs := volumes[0].(map[string]any)
 	secret, _, _ := unstructured.NestedString(certs, "secret", "secretName")
+	if replicas, _, _ := unstructured.NestedInt64(deployment.Object, "spec", "replicas"); replicas < 2 {
+		t.Errorf("overlay runs %d replicas, want at least 2 sharing the Secret", replicas)
+	}
 	if _, hasEmptyDir := certs["emptyDir"]; hasEmptyDir || secret != "plugin-controller-webhook-cert" {
 		t.Errorf("certs volume %v, want the Certificate's Secret and no emptyDir", certs)
 	}
 	// Everything but the cert-manager kinds is accepted as well.
 	dryRunApply(t, objs)
+}
+
+// checkCAChain follows the overlay from the serving Certificate to its
+// Issuer, which must be a CA Issuer whose Secret a CA Certificate fills,
+// issued by a self-signed Issuer, with a key kept across renewals: the
+// caBundle (the CA) then survives every renewal of the serving
+// certificate. A serving certificate issued by the self-signed Issuer
+// itself would put a new root in the bundle at each renewal.
+func checkCAChain(t *testing.T, objs []*unstructured.Unstructured, servingCert string) {
+	t.Helper()
+	byName := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		byName[o.GetKind()+"/"+o.GetName()] = o
+	}
+	str := func(o *unstructured.Unstructured, path ...string) string {
+		v, _, _ := unstructured.NestedString(o.Object, path...)
+		return v
+	}
+	serving := byName["Certificate/"+servingCert]
+	if serving == nil {
+		t.Fatalf("no Certificate %s in %v", servingCert, kinds(objs))
+	}
+	caIssuer := byName[str(serving, "spec", "issuerRef", "kind")+"/"+str(serving, "spec", "issuerRef", "name")]
+	if caIssuer == nil || str(caIssuer, "spec", "ca", "secretName") == "" {
+		t.Fatalf("the serving Certificate is issued by %v, want a CA Issuer", caIssuer)
+	}
+	var caCert *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Certificate" && str(o, "spec", "secretName") == str(caIssuer, "spec", "ca", "secretName") {
+			caCert = o
+		}
+	}
+	if caCert == nil {
+		t.Fatalf("no Certificate fills the CA Issuer's Secret %s", str(caIssuer, "spec", "ca", "secretName"))
+	}
+	if isCA, _, _ := unstructured.NestedBool(caCert.Object, "spec", "isCA"); !isCA {
+		t.Errorf("Certificate %s fills the CA Issuer's Secret but is not a CA", caCert.GetName())
+	}
+	if p := str(caCert, "spec", "privateKey", "rotationPolicy"); p != "Never" {
+		t.Errorf("CA Certificate %s rotationPolicy %q, want Never: a new key at renewal would untrust every serving certificate", caCert.GetName(), p)
+	}
+	root := byName[str(caCert, "spec", "issuerRef", "kind")+"/"+str(caCert, "spec", "issuerRef", "name")]
+	if root == nil {
+		t.Fatalf("the CA Certificate's Issuer is not in the overlay")
+	}
+	if _, selfSigned, _ := unstructured.NestedMap(root.Object, "spec", "selfSigned"); !selfSigned {
+		t.Errorf("the CA Certificate is issued by %s, want a self-signed Issuer", root.GetName())
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,8 +18,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +63,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	server, err = apiserver.Start(apiserver.Options{
+		// For label-syncer, whose metrics endpoint is checked here too.
+		WithKubeVirtCRDs:      true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{webhookManifest}},
 	})
 	if err != nil {
@@ -77,6 +82,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer controllerBinary.Remove()
+	defer syncerBinary.Remove()
 	return m.Run()
 }
 
@@ -103,7 +109,14 @@ func startManager(ctx context.Context, wg *sync.WaitGroup) error {
 	if err != nil {
 		return err
 	}
-	if err := (&pluginreconciler.Reconciler{CEL: env}).SetupWithManager(ctx, mgr); err != nil {
+	dc, err := discovery.NewDiscoveryClientForConfig(server.Config)
+	if err != nil {
+		return err
+	}
+	mapGate = &discoveryGate{real: dc, hidden: "MutatingAdmissionPolicy"}
+	if err := (&pluginreconciler.Reconciler{
+		CEL: env, Discovery: mapGate, RediscoveryInterval: rediscoveryInterval,
+	}).SetupWithManager(ctx, mgr); err != nil {
 		return err
 	}
 	if err := (&pluginwebhook.Validator{CEL: env}).SetupWebhookWithManager(mgr); err != nil {
@@ -134,6 +147,56 @@ func startManager(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// rediscoveryInterval is the shared manager's: short, so that a test sees
+// a kind picked up within its polling timeout.
+const rediscoveryInterval = 200 * time.Millisecond
+
+// mapGate hides MutatingAdmissionPolicy from the shared manager's discovery
+// until a test opens it: on an API server that serves the kind, that is the
+// cluster before and after an upgrade to a version that serves it.
+var mapGate *discoveryGate
+
+// discoveryGate passes the API server's discovery answers through, less
+// the hidden kind while it is closed.
+type discoveryGate struct {
+	real   pluginreconciler.ResourceDiscovery
+	mu     sync.Mutex
+	hidden string
+}
+
+func (g *discoveryGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hidden = ""
+}
+
+func (g *discoveryGate) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	list, err := g.real.ServerResourcesForGroupVersion(gv)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := list.DeepCopy()
+	out.APIResources = slices.DeleteFunc(out.APIResources, func(r metav1.APIResource) bool { return r.Kind == g.hidden })
+	return out, nil
+}
+
+// servesKind asks the API server itself whether it serves kind in
+// admissionregistration.k8s.io/v1.
+func servesKind(t *testing.T, kind string) bool {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(server.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == kind })
 }
 
 // callCounter counts API requests by "METHOD resource[/subresource]".

@@ -292,3 +292,88 @@ func TestMissingAdmissionReferenceIsReportedUntilItExists(t *testing.T) {
 	}
 	waitForStatus(t, p.Name, notResolved)
 }
+
+func minimalMAP(name string) *admissionregistrationv1.MutatingAdmissionPolicy {
+	return &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule: admissionregistrationv1.Rule{
+							APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"},
+						},
+					},
+				}},
+			},
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+			Mutations: []admissionregistrationv1.Mutation{{
+				PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+				JSONPatch: &admissionregistrationv1.JSONPatch{Expression: `[JSONPatch{op: "test", path: "/metadata/name", value: object.metadata.name}]`},
+			}},
+		},
+	}
+}
+
+// The shared manager starts with MutatingAdmissionPolicy hidden from its
+// discovery (mapGate). On an API server that does not serve the kind
+// (--emulated-version=1.33), the server's own discovery says so and the
+// gate changes nothing; on one that serves it, opening the gate is the
+// upgrade, which the controller must pick up without a restart.
+func TestReferenceToAnUnservedAdmissionKindIsReportedAndPickedUpOnceServed(t *testing.T) {
+	ctx := context.Background()
+	p := newPlugin("unserved-kind-plugin", pluginv1alpha1.PluginSpec{
+		LauncherHooks:               []pluginv1alpha1.LauncherHook{sidecarHook("unserved-kind-plugin")},
+		MutatingAdmissionPolicies:   []pluginv1alpha1.AdmissionReference{{Name: "unserved-kind-map"}},
+		ValidatingAdmissionWebhooks: []pluginv1alpha1.AdmissionReference{{Name: "plugin-controller"}},
+	})
+	if err := admin.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	deleteAfter(t, p)
+
+	notServed := func(p *pluginv1alpha1.Plugin) error {
+		if err := conditionIs(p, pluginv1alpha1.ConditionAdmissionReferencesResolved, metav1.ConditionFalse); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, pluginv1alpha1.ConditionAdmissionReferencesResolved)
+		want := "the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (referenced: unserved-kind-map)"
+		if c.Reason != "KindNotServed" || c.Message != want {
+			return fmt.Errorf("condition %s: %s, want KindNotServed: %s", c.Reason, c.Message, want)
+		}
+		return conditionIs(p, pluginv1alpha1.ConditionReady, metav1.ConditionFalse)
+	}
+	waitForStatus(t, p.Name, notServed)
+
+	served := servesKind(t, "MutatingAdmissionPolicy")
+	t.Logf("API server (emulated version %q) serves MutatingAdmissionPolicy: %v", server.EmulatedVersion, served)
+	mapGate.open()
+	if !served {
+		// The server's own answer still holds after re-discovery, and the
+		// server refuses the kind itself.
+		time.Sleep(10 * rediscoveryInterval)
+		waitForStatus(t, p.Name, notServed)
+		if err := admin.Create(ctx, minimalMAP("unserved-kind-map")); !meta.IsNoMatchError(err) {
+			t.Fatalf("creating a MutatingAdmissionPolicy on a server not serving it: %v, want a no-match error", err)
+		}
+		return
+	}
+	// Served now: the reference is judged on the object, which is missing...
+	waitForStatus(t, p.Name, func(p *pluginv1alpha1.Plugin) error {
+		c := meta.FindStatusCondition(p.Status.Conditions, pluginv1alpha1.ConditionAdmissionReferencesResolved)
+		if c == nil || c.Reason != "ReferencesMissing" || !strings.Contains(c.Message, "MutatingAdmissionPolicy unserved-kind-map") {
+			return fmt.Errorf("condition %+v, want ReferencesMissing naming MutatingAdmissionPolicy unserved-kind-map", c)
+		}
+		return nil
+	})
+	// ...and the new watch notices when it is created.
+	m := minimalMAP("unserved-kind-map")
+	if err := admin.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	deleteAfter(t, m)
+	waitForStatus(t, p.Name, func(p *pluginv1alpha1.Plugin) error {
+		return conditionIs(p, pluginv1alpha1.ConditionReady, metav1.ConditionTrue)
+	})
+}

@@ -228,6 +228,9 @@ var sampleLabels = map[string]string{"kubevirt.io": "virt-launcher", "plugins.ku
 // waits until a matching Pod comes back with the sidecar.
 func applyInjectionPolicy(t *testing.T) {
 	t.Helper()
+	if !servesKind(t, "MutatingAdmissionPolicy") {
+		t.Skipf("the API server (emulated version %q) does not serve MutatingAdmissionPolicy; TestSampleInjectionPolicyIsRefusedWhereMutatingAdmissionPolicyIsNotServed covers it", server.EmulatedVersion)
+	}
 	ensureLauncherNamespace(t)
 	injectionPolicyOnce.Do(func() {
 		applyManifest(t, "deploy", "policies", "sample-sidecar-injection", "mutatingadmissionpolicy.yaml")

@@ -8,7 +8,8 @@
 //	  [--additional-launcher-annotations-sync=...] [--prune-unconfigured] \
 //	  [--allow-owned-domains=...] [--sync-descheduler-annotations=false] \
 //	  [--kubeconfig=...] [--leader-elect] \
-//	  [--metrics-bind-address=:8080] [--health-probe-bind-address=:8081]
+//	  [--metrics-bind-address=:8443] [--metrics-secure=true] [--metrics-cert-dir=...]
+//	  [--health-probe-bind-address=:8081]
 //
 // An invalid entry makes it exit with status 2 and a message naming it.
 package main
@@ -26,10 +27,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
 	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
 )
+
+// The metrics endpoint asks the API server who a scraper is and whether it
+// may get /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // errUsage marks errors in the command line (exit status 2).
 var errUsage = errors.New("usage")
@@ -60,7 +68,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		kubeconfig      = fs.String("kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, else the in-cluster configuration.")
 		leaderElect     = fs.Bool("leader-elect", false, "Elect a leader so only one replica syncs at a time.")
 		leaderNamespace = fs.String("leader-election-namespace", "", "Namespace of the leader election Lease. Default: the Pod's namespace.")
-		metricsAddr     = fs.String("metrics-bind-address", ":8080", "Address of the metrics endpoint; '0' disables it.")
+		metricsAddr     = fs.String("metrics-bind-address", ":8443", "Address of the metrics endpoint; '0' disables it.")
+		metricsSecure   = fs.Bool("metrics-secure", true, "Serve metrics over HTTPS to clients whose bearer token the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview); false serves plain HTTP to anyone.")
+		metricsCertDir  = fs.String("metrics-cert-dir", "", "Directory holding tls.crt and tls.key for the metrics endpoint, reloaded when they change. Default: a self-signed certificate made at start-up.")
 		probeAddr       = fs.String("health-probe-bind-address", ":8081", "Address of /healthz and /readyz; '0' disables them.")
 		workers         = fs.Int("concurrent-syncs", syncer.DefaultMaxConcurrentReconciles, "Workers per reconciler.")
 	)
@@ -106,14 +116,41 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		Logger:                  log,
 		LeaderElection:          *leaderElect,
 		LeaderElectionNamespace: *leaderNamespace,
-		MetricsBindAddress:      *metricsAddr,
+		// Served below, where HTTPS and the API server's authentication
+		// and authorization are set up.
+		MetricsBindAddress:      "0",
 		HealthProbeBindAddress:  *probeAddr,
 		MaxConcurrentReconciles: *workers,
 	})
 	if err != nil {
 		return err
 	}
+	if *metricsAddr != "0" && *metricsAddr != "" {
+		httpClient, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return err
+		}
+		srv, err := metricsserver.NewServer(metricsOptions(*metricsAddr, *metricsSecure, *metricsCertDir), cfg, httpClient)
+		if err != nil {
+			return fmt.Errorf("setting up the metrics endpoint: %w", err)
+		}
+		if err := mgr.Add(srv); err != nil {
+			return err
+		}
+	}
 	return mgr.Start(ctx)
+}
+
+// metricsOptions serves the controller-runtime registry (where the syncer
+// registers its metrics by default) the way --metrics-secure says.
+func metricsOptions(addr string, secure bool, certDir string) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: addr}
+	if secure {
+		opts.SecureServing = true
+		opts.CertDir = certDir
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

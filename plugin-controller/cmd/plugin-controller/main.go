@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -33,6 +35,11 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=kubevirt
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kubevirt
 
+// The metrics endpoint asks the API server who a scraper is and whether it
+// may get /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Certificate management modes of --webhook-cert-management.
 const (
 	certsSelfSigned = "self-signed"
@@ -41,6 +48,8 @@ const (
 
 type flags struct {
 	kubeconfig, metricsAddr, probeAddr string
+	metricsSecure                      bool
+	metricsCertDir                     string
 	leaderElect                        bool
 	leaderElectionNamespace            string
 	enableWebhook                      bool
@@ -48,6 +57,8 @@ type flags struct {
 	certDir, certManagement            string
 	serviceName, serviceNamespace      string
 	webhookConfigName                  string
+	caSecretName                       string
+	certCheckInterval                  time.Duration
 	celCostLimit                       uint64
 	maxConcurrentReconciles            int
 	zap                                zap.Options
@@ -61,7 +72,11 @@ func parseFlags(args []string) (*flags, error) {
 	}
 	fs := flag.NewFlagSet("plugin-controller", flag.ContinueOnError)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: in-cluster configuration, or $KUBECONFIG.")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS to clients whose bearer token the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview); false serves plain HTTP to anyone.")
+	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
+		"Directory holding tls.crt and tls.key for the metrics endpoint, reloaded when they change. Default: a self-signed certificate made at start-up.")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", namespace, "Namespace of the leader election Lease. Default: $POD_NAMESPACE, else kubevirt.")
@@ -73,6 +88,10 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.serviceName, "webhook-service-name", "plugin-controller-webhook", "Service in front of the webhook; names the self-signed certificate.")
 	fs.StringVar(&f.serviceNamespace, "webhook-service-namespace", namespace, "Namespace of that Service. Default: $POD_NAMESPACE, else kubevirt.")
 	fs.StringVar(&f.webhookConfigName, "webhook-configuration-name", "plugin-controller", "ValidatingWebhookConfiguration whose caBundle the self-signed mode maintains.")
+	fs.StringVar(&f.caSecretName, "webhook-ca-secret-name", "plugin-controller-webhook-ca",
+		"Secret (in --webhook-service-namespace) holding the self-signed CA every replica signs its serving certificate with, so one caBundle trusts them all; \"\" keeps a CA per replica in --webhook-cert-dir (one replica only).")
+	fs.DurationVar(&f.certCheckInterval, "webhook-cert-check-interval", 0,
+		"How often the self-signed mode checks the certificates and the caBundle, besides watching the ValidatingWebhookConfiguration. Default: 5 minutes.")
 	fs.Uint64Var(&f.celCostLimit, "cel-cost-limit", celenv.DefaultCostLimit, "Cost limit of CEL expressions; must match the launcher's and the handler's.")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Plugins reconciled in parallel.")
 	f.zap.BindFlags(fs)
@@ -138,7 +157,7 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 	opts := ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        logger,
-		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
+		Metrics:                       metricsOptions(f),
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              "plugin-controller.plugin.kubevirt.io",
@@ -183,22 +202,38 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 	return mgr.Start(ctx)
 }
 
+// metricsOptions serves metrics the way --metrics-secure says.
+func metricsOptions(f *flags) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: f.metricsAddr}
+	if f.metricsSecure {
+		opts.SecureServing = true
+		opts.CertDir = f.metricsCertDir
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
+}
+
 // setupSelfSignedCerts writes a certificate before the webhook server
 // starts (it needs the files) and keeps it renewed afterwards.
 func setupSelfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, scheme *runtime.Scheme, f *flags, logger logr.Logger) error {
 	// The manager's client reads from a cache that is not running yet.
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
 	svc := f.serviceName + "." + f.serviceNamespace
-	rotator, err := servingcert.New(servingcert.Options{
+	opts := servingcert.Options{
 		CertDir:                  f.certDir,
 		DNSNames:                 []string{svc + ".svc", svc + ".svc.cluster.local", svc},
 		WebhookConfigurationName: f.webhookConfigName,
 		Client:                   direct,
+		CheckInterval:            f.certCheckInterval,
 		Logger:                   logger.WithName("servingcert"),
-	})
+	}
+	if f.caSecretName != "" {
+		opts.CASecret = &types.NamespacedName{Namespace: f.serviceNamespace, Name: f.caSecretName}
+	}
+	rotator, err := servingcert.New(opts)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,24 @@ func TestFlagDefaultsRunTheWebhookWithSelfSignedCertificates(t *testing.T) {
 	}
 }
 
+func TestMetricsAreServedOverHTTPSWithAuthenticationByDefault(t *testing.T) {
+	f, err := parseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := metricsOptions(f)
+	if opts.BindAddress != ":8443" || !opts.SecureServing || opts.FilterProvider == nil {
+		t.Fatalf("default metrics options %+v, want HTTPS on :8443 with the authentication and authorization filter", opts)
+	}
+	f, err = parseFlags([]string{"--metrics-secure=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts := metricsOptions(f); opts.SecureServing || opts.FilterProvider != nil {
+		t.Fatalf("--metrics-secure=false gives %+v, want plain HTTP", opts)
+	}
+}
+
 func TestPodNamespaceIsTheDefaultNamespace(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "virt-system")
 	f, err := parseFlags(nil)

@@ -17,8 +17,11 @@ const (
 	ReasonInvalidExpressions = "InvalidExpressions"
 	ReasonReferencesFound    = "ReferencesFound"
 	ReasonReferencesMissing  = "ReferencesMissing"
-	ReasonReady              = "Ready"
-	ReasonNotAccepted        = "NotAccepted"
+	// ReasonKindNotServed: a referenced admission kind is not served by
+	// the API server (MutatingAdmissionPolicy before Kubernetes 1.36).
+	ReasonKindNotServed = "KindNotServed"
+	ReasonReady         = "Ready"
+	ReasonNotAccepted   = "NotAccepted"
 )
 
 // maxMessageLength is the API's limit on a condition message.
@@ -30,6 +33,8 @@ type observation struct {
 	celErrors field.ErrorList
 	// missing are the referenced admission objects that do not exist.
 	missing []reference
+	// unserved are the references to kinds the API server does not serve.
+	unserved []reference
 }
 
 // desiredStatus is the status the Plugin should have given what was
@@ -54,7 +59,11 @@ func desiredStatus(p *pluginv1alpha1.Plugin, obs observation, now metav1.Time) p
 		Type: pluginv1alpha1.ConditionAdmissionReferencesResolved, Status: metav1.ConditionTrue,
 		Reason: ReasonReferencesFound, Message: "every referenced admission object exists",
 	}
-	if len(obs.missing) > 0 {
+	switch {
+	case len(obs.unserved) > 0:
+		resolved.Status, resolved.Reason = metav1.ConditionFalse, ReasonKindNotServed
+		resolved.Message = unservedMessage(obs.unserved, obs.missing)
+	case len(obs.missing) > 0:
 		resolved.Status, resolved.Reason = metav1.ConditionFalse, ReasonReferencesMissing
 		resolved.Message = missingMessage(obs.missing)
 	}
@@ -66,7 +75,7 @@ func desiredStatus(p *pluginv1alpha1.Plugin, obs observation, now metav1.Time) p
 	case accepted.Status != metav1.ConditionTrue:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonNotAccepted, accepted.Message
 	case resolved.Status != metav1.ConditionTrue:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonReferencesMissing, resolved.Message
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, resolved.Reason, resolved.Message
 	}
 	for _, c := range []metav1.Condition{accepted, resolved, ready} {
 		c.ObservedGeneration = p.Generation
@@ -90,6 +99,28 @@ func missingMessage(missing []reference) string {
 		parts = append(parts, r.String())
 	}
 	return truncate("referenced admission objects not found: " + strings.Join(parts, ", "))
+}
+
+// unservedMessage names each kind the server does not serve with the
+// references to it, then the missing objects of served kinds, if any.
+func unservedMessage(unserved, missing []reference) string {
+	var kinds []string
+	byKind := map[string][]string{}
+	for _, r := range unserved {
+		if _, seen := byKind[r.Kind]; !seen {
+			kinds = append(kinds, r.Kind)
+		}
+		byKind[r.Kind] = append(byKind[r.Kind], r.Name)
+	}
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %s (referenced: %s)", admissionGroupVersion, k, strings.Join(byKind[k], ", ")))
+	}
+	msg := "the API server does not serve " + strings.Join(parts, "; ")
+	if len(missing) > 0 {
+		msg += "; " + missingMessage(missing)
+	}
+	return truncate(msg)
 }
 
 func truncate(s string) string {

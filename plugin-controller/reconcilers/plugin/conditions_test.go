@@ -54,6 +54,19 @@ func TestConditionsFollowWhatWasObserved(t *testing.T) {
 			},
 		},
 		{
+			name: "reference to a kind the server does not serve",
+			obs: observation{
+				unserved: []reference{{"MutatingAdmissionPolicy", "map-a"}, {"MutatingAdmissionPolicy", "map-b"}},
+				missing:  []reference{{"ValidatingAdmissionPolicy", "vap-a"}},
+			},
+			want:        want{"True", "False", "False"},
+			readyReason: ReasonKindNotServed,
+			msgContains: map[string]string{
+				pluginv1alpha1.ConditionAdmissionReferencesResolved: "the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (referenced: map-a, map-b); referenced admission objects not found: ValidatingAdmissionPolicy vap-a",
+				pluginv1alpha1.ConditionReady:                       "does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy",
+			},
+		},
+		{
 			name:        "both wrong: Ready names the CEL problem first",
 			obs:         observation{celErrors: field.ErrorList{celError("condition", "bad")}, missing: []reference{{"ValidatingAdmissionPolicy", "vap-a"}}},
 			want:        want{"False", "False", "False"},

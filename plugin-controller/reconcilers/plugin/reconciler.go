@@ -3,11 +3,14 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
@@ -48,6 +52,18 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// MaxConcurrentReconciles bounds parallel reconciles. Default: 4.
 	MaxConcurrentReconciles int
+	// Discovery tells which admission kinds the API server serves: only
+	// those are watched, and a reference to another kind is reported as
+	// not served. Default: a discovery client for the manager's config.
+	Discovery ResourceDiscovery
+	// RediscoveryInterval is how often Discovery is asked again, so that a
+	// kind the server starts serving (after an upgrade) is watched without
+	// a restart. Default: one minute.
+	RediscoveryInterval time.Duration
+
+	// served is nil until SetupWithManager runs; Reconcile then treats
+	// every kind as served.
+	served *servedKinds
 }
 
 // SetupWithManager registers the field index on referenced admission
@@ -71,22 +87,93 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &pluginv1alpha1.Plugin{}, referencesIndex, indexReferences); err != nil {
 		return fmt.Errorf("plugin reconciler: indexing %s: %w", referencesIndex, err)
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
+	if r.Discovery == nil {
+		dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return fmt.Errorf("plugin reconciler: %w", err)
+		}
+		r.Discovery = dc
+	}
+	if r.RediscoveryInterval <= 0 {
+		r.RediscoveryInterval = time.Minute
+	}
+	served, err := discoverServedKinds(r.Discovery)
+	if err != nil {
+		return fmt.Errorf("plugin reconciler: %w", err)
+	}
+	r.served = &servedKinds{}
+	r.served.set(served)
+
+	requeue := make(chan event.GenericEvent)
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Own status writes do not change the generation and need no
 		// reconcile; spec edits do.
 		For(&pluginv1alpha1.Plugin{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
-	// Only existence matters, so metadata is enough and updates are noise.
-	existence := predicate.Funcs{
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
+		WatchesRawSource(source.Channel(requeue, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Build(r)
+	if err != nil {
+		return err
 	}
+	watch := func(kind string) error {
+		k := kindNamed(kind)
+		obj := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: k.gvk.GroupVersion().String(), Kind: k.gvk.Kind}}
+		// Only existence matters, so metadata is enough and updates are noise.
+		existence := predicate.Funcs{
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		}
+		return c.Watch(source.Kind[client.Object](mgr.GetCache(), obj,
+			handler.EnqueueRequestsFromMapFunc(r.referencingPlugins(kind)), existence))
+	}
+	var unserved []string
 	for _, k := range referenceKinds() {
-		b = b.WatchesMetadata(k.obj, handler.EnqueueRequestsFromMapFunc(r.referencingPlugins(k.gvk.Kind)),
-			builder.WithPredicates(existence))
+		if !served[k.gvk.Kind] {
+			unserved = append(unserved, k.gvk.Kind)
+			continue
+		}
+		if err := watch(k.gvk.Kind); err != nil {
+			return fmt.Errorf("plugin reconciler: watching %s: %w", k.gvk.Kind, err)
+		}
 	}
-	return b.Complete(r)
+	if len(unserved) > 0 {
+		mgr.GetLogger().Info("admission kinds the API server does not serve; Plugins referencing them report AdmissionReferencesResolved=False until it does",
+			"groupVersion", admissionGroupVersion.String(), "kinds", unserved)
+	}
+	return mgr.Add(&rediscovery{
+		discovery: r.Discovery,
+		kinds:     r.served,
+		interval:  r.RediscoveryInterval,
+		onChange: func(ctx context.Context, added, removed []string) {
+			for _, kind := range added {
+				if err := watch(kind); err != nil {
+					log.FromContext(ctx).Error(err, "watching a newly served admission kind", "kind", kind)
+				}
+			}
+			r.requeueReferencing(ctx, requeue, append(added, removed...))
+		},
+	})
+}
+
+// requeueReferencing queues every Plugin that references one of kinds.
+func (r *Reconciler) requeueReferencing(ctx context.Context, requeue chan<- event.GenericEvent, kinds []string) {
+	var list pluginv1alpha1.PluginList
+	if err := r.Client.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "listing plugins to requeue after a discovery change")
+		return
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !slices.ContainsFunc(references(&p.Spec), func(ref reference) bool { return slices.Contains(kinds, ref.Kind) }) {
+			continue
+		}
+		select {
+		case requeue <- event.GenericEvent{Object: p}:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // referencingPlugins maps an admission object to the Plugins naming it.
@@ -114,11 +201,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	obs := observation{celErrors: validation.CEL(&p, r.CEL)}
-	missing, err := r.missingReferences(ctx, &p.Spec)
+	missing, unserved, err := r.resolveReferences(ctx, &p.Spec)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("plugin %s: %w", p.Name, err)
 	}
-	obs.missing = missing
+	obs.missing, obs.unserved = missing, unserved
 
 	status := desiredStatus(&p, obs, metav1.NewTime(r.Clock.Now()))
 	if equality.Semantic.DeepEqual(p.Status, status) {
@@ -140,27 +227,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			t.condition.Type, t.condition.Status, t.condition.Message)
 	}
 	log.FromContext(ctx).V(1).Info("status updated", "plugin", p.Name, "generation", p.Generation,
-		"invalidExpressions", len(obs.celErrors), "missingReferences", len(obs.missing))
+		"invalidExpressions", len(obs.celErrors), "missingReferences", len(obs.missing), "unservedReferences", len(obs.unserved))
 	return reconcile.Result{}, nil
 }
 
-// missingReferences looks each referenced admission object up in the
-// metadata cache.
-func (r *Reconciler) missingReferences(ctx context.Context, spec *pluginv1alpha1.PluginSpec) ([]reference, error) {
-	var missing []reference
-	gvks := map[string]metav1.TypeMeta{}
-	for _, k := range referenceKinds() {
-		gvks[k.gvk.Kind] = metav1.TypeMeta{APIVersion: k.gvk.GroupVersion().String(), Kind: k.gvk.Kind}
-	}
+// resolveReferences looks each referenced admission object of a served
+// kind up in the metadata cache; references to kinds the server does not
+// serve are returned apart.
+func (r *Reconciler) resolveReferences(ctx context.Context, spec *pluginv1alpha1.PluginSpec) (missing, unserved []reference, err error) {
 	for _, ref := range references(spec) {
-		obj := &metav1.PartialObjectMetadata{TypeMeta: gvks[ref.Kind]}
+		if r.served != nil && !r.served.has(ref.Kind) {
+			unserved = append(unserved, ref)
+			continue
+		}
+		gvk := kindNamed(ref.Kind).gvk
+		obj := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}}
 		err := r.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, obj)
 		switch {
 		case apierrors.IsNotFound(err):
 			missing = append(missing, ref)
 		case err != nil:
-			return nil, fmt.Errorf("looking up %s: %w", ref, err)
+			return nil, nil, fmt.Errorf("looking up %s: %w", ref, err)
 		}
 	}
-	return missing, nil
+	return missing, unserved, nil
 }

@@ -136,6 +136,34 @@ func TestReconcileReportsMissingReferencesAndTheirArrival(t *testing.T) {
 	}
 }
 
+func TestReconcileReportsAReferenceToAKindTheServerDoesNotServe(t *testing.T) {
+	p := &pluginv1alpha1.Plugin{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1},
+		Spec: pluginv1alpha1.PluginSpec{
+			MutatingAdmissionPolicies: []pluginv1alpha1.AdmissionReference{{Name: "map-a"}},
+			MutatingAdmissionWebhooks: []pluginv1alpha1.AdmissionReference{{Name: "mwc-present"}},
+		},
+	}
+	present := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "mwc-present"}}
+	f := newFixture(t, p, present)
+	f.r.served = &servedKinds{}
+	f.r.served.set(map[string]bool{"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true, "ValidatingAdmissionPolicy": true})
+	got := f.reconcile(t, "p")
+	c := meta.FindStatusCondition(got.Status.Conditions, pluginv1alpha1.ConditionAdmissionReferencesResolved)
+	want := "the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (referenced: map-a)"
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonKindNotServed || c.Message != want {
+		t.Fatalf("condition %+v, want False, %s, %q", c, ReasonKindNotServed, want)
+	}
+
+	// Once served, the same Plugin is judged on the objects themselves.
+	f.r.served.set(map[string]bool{"MutatingAdmissionPolicy": true, "MutatingWebhookConfiguration": true})
+	got = f.reconcile(t, "p")
+	c = meta.FindStatusCondition(got.Status.Conditions, pluginv1alpha1.ConditionAdmissionReferencesResolved)
+	if c.Reason != ReasonReferencesMissing || c.Message != "referenced admission objects not found: MutatingAdmissionPolicy map-a" {
+		t.Fatalf("condition %+v after the kind is served, want %s naming map-a", c, ReasonReferencesMissing)
+	}
+}
+
 func TestReconcileOfADeletedPluginIsANoOp(t *testing.T) {
 	f := newFixture(t)
 	if _, err := f.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "gone"}}); err != nil {

@@ -14,6 +14,10 @@ import (
 // every admission object a Plugin references.
 const referencesIndex = "spec.admissionReferences"
 
+// admissionGroupVersion serves the four kinds. Kubernetes 1.33 to 1.35 do
+// not serve MutatingAdmissionPolicy in it (GA in 1.36).
+var admissionGroupVersion = admissionregistrationv1.SchemeGroupVersion
+
 // referenceKind is one of the four admission kinds a Plugin may reference.
 type referenceKind struct {
 	gvk  schema.GroupVersionKind
@@ -23,7 +27,7 @@ type referenceKind struct {
 
 // referenceKinds lists them in the order the status message names them.
 func referenceKinds() []referenceKind {
-	gv := admissionregistrationv1.SchemeGroupVersion
+	gv := admissionGroupVersion
 	return []referenceKind{
 		{
 			gvk: gv.WithKind("MutatingAdmissionPolicy"), obj: &admissionregistrationv1.MutatingAdmissionPolicy{},
@@ -50,6 +54,16 @@ func referenceKinds() []referenceKind {
 			},
 		},
 	}
+}
+
+// kindNamed returns the reference kind of that Kind name.
+func kindNamed(kind string) referenceKind {
+	for _, k := range referenceKinds() {
+		if k.gvk.Kind == kind {
+			return k
+		}
+	}
+	panic("plugin reconciler: unknown admission kind " + kind)
 }
 
 // reference is one admission object named by a Plugin.
