@@ -90,7 +90,10 @@ func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+kubeconfig(t),
 		"--additional-launcher-labels-sync=ops.example.com/*,team.example.com/owner",
 		"--additional-launcher-annotations-sync=notes.example.com/*",
-		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metricsAddr)
+		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metricsAddr,
+		// Plain HTTP keeps this test about what is synced and counted;
+		// tests/controller checks the HTTPS endpoint and its authorization.
+		"--metrics-secure=false")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
