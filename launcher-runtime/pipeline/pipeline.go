@@ -229,6 +229,10 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			}
 			err := step(ctx, pl, h)
 			took := c.p.opts.Clock.Since(start)
+			var earlier *earlierHookFailed
+			if errors.As(err, &earlier) {
+				return earlier.err
+			}
 			switch {
 			case err == nil:
 				c.p.metrics.observe(pl.name, point, OutcomeSuccess, took)
