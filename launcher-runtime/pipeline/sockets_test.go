@@ -259,3 +259,50 @@ func TestSidecarUnavailableStatusIsItsAnswer(t *testing.T) {
 		t.Errorf("a status returned by the sidecar made the pipeline dial again")
 	}
 }
+
+// TestConcurrentCallsShareTheSidecarConnection: hook point calls in flight
+// at the same time on one Pipeline all reach the sidecar and succeed; later
+// calls dial nothing new.
+func TestConcurrentCallsShareTheSidecarConnection(t *testing.T) {
+	const n = 20
+	root := socketRoot(t)
+	arrived := make(chan struct{}, n)
+	release := make(chan struct{})
+	s := &sidecar{preBoot: func(ctx context.Context, _ *hooksv1alpha1.PreBootRequest) (*hooksv1alpha1.PreBootResponse, error) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+			return &hooksv1alpha1.PreBootResponse{}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}
+	sp := start(t, root, "shared", "hook.sock", s)
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("shared", sidecarHook(declared("shared", "hook.sock"), pb))})
+	t.Cleanup(func() { _ = p.Close() })
+	vmi := testVMI(t)
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}) }()
+	}
+	for range n {
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the calls did not all reach the sidecar at once")
+		}
+	}
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	accepted := sp.lis.accepted.Load()
+	if err := p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}); err != nil {
+		t.Fatal(err)
+	}
+	if sp.lis.accepted.Load() != accepted {
+		t.Errorf("a call after the concurrent ones dialed again")
+	}
+}
