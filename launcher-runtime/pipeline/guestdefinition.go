@@ -69,6 +69,10 @@ func (p *Pipeline) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 		if err != nil {
 			return err
 		}
+		if bytes.Equal(out, in) {
+			// The sidecar changed nothing: keep what was decoded.
+			return nil
+		}
 		state = &domainState{xml: out, from: &sidecarResult{pl: pl, h: h, before: state}}
 		return nil
 	})

@@ -324,3 +324,23 @@ func TestSidecarChainPassesTheDomainXMLAsSent(t *testing.T) {
 		t.Errorf("result name %q", out.Name)
 	}
 }
+
+// TestSidecarThatChangesNothingLeavesTheDomainUndecoded: a sidecar that
+// answers the bytes it was given changed nothing; the chain keeps the
+// domain it had, and with no other hook returns the caller's domain itself.
+func TestSidecarThatChangesNothingLeavesTheDomainUndecoded(t *testing.T) {
+	root := socketRoot(t)
+	echo := &sidecar{} // answers the request's domain XML as it came
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("echo", sidecarHook(serve(t, root, "echo", "hook.sock", echo), gd))})
+	domain := testDomain(t)
+	out, err := p.GuestDefinition(context.Background(), testVMI(t), domain, pipeline.Boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if echo.calls() != 1 {
+		t.Fatalf("the sidecar got %d calls", echo.calls())
+	}
+	if out != domain {
+		t.Errorf("an unchanged answer was decoded into a new domain")
+	}
+}
