@@ -38,15 +38,14 @@ func (p *Pipeline) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 	case ic != Boot && ic != MigrationTarget:
 		return nil, fmt.Errorf("GuestDefinition: invocation context %q is neither %s nor %s", ic, Boot, MigrationTarget)
 	}
-	current := domain
+	state := &domainState{dom: domain}
 	if p.opts.LegacyHooks != nil {
 		var err error
-		if current, err = p.runLegacyHooks(ctx, vmi, current); err != nil {
+		if state, err = p.runLegacyHooks(ctx, vmi, state); err != nil {
 			return nil, err
 		}
 	}
 	c := p.newCall(pluginv1alpha1.GuestDefinition, vmi)
-	state := &domainState{dom: current}
 	err := c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
 		if h.hook.CEL != nil {
 			in, err := c.decoded(state)
@@ -97,7 +96,7 @@ type domainState struct {
 	dom *libvirtxml.Domain
 	xml []byte
 	// from is the sidecar hook whose answer xml is, while it is not
-	// decoded yet.
+	// decoded yet; nil for the legacy hook sidecars' answer.
 	from *sidecarResult
 }
 
@@ -134,6 +133,10 @@ func (c *call) decoded(s *domainState) (*domainState, error) {
 			return &domainState{dom: d, xml: s.xml}, nil
 		}
 		r := s.from
+		if r == nil {
+			// Only the legacy hook sidecars' answer has no plugin hook.
+			return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: %w", err)
+		}
 		herr := c.hookError(r.pl, r.h, fmt.Errorf("sidecar response: %w", err))
 		if r.h.strategy != pluginv1alpha1.Ignore {
 			c.p.metrics.observe(r.pl.name, string(c.point), OutcomeError, 0)
@@ -154,20 +157,24 @@ type earlierHookFailed struct{ err error }
 func (e *earlierHookFailed) Error() string { return e.err.Error() }
 func (e *earlierHookFailed) Unwrap() error { return e.err }
 
-func (p *Pipeline) runLegacyHooks(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (*libvirtxml.Domain, error) {
-	in, err := domain.Marshal()
+// runLegacyHooks passes the domain XML through the legacy hook sidecars
+// and returns their XML, decoded only when needed like a sidecar's answer.
+func (p *Pipeline) runLegacyHooks(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, state *domainState) (*domainState, error) {
+	in, err := state.encoded()
 	if err != nil {
 		return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: encoding the domain: %w", err)
 	}
-	out, err := p.opts.LegacyHooks.RunGuestDefinition(ctx, vmi, []byte(in))
+	out, err := p.opts.LegacyHooks.RunGuestDefinition(ctx, vmi, in)
 	if err != nil {
 		return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: %w", err)
 	}
-	next, err := parseDomain(out)
-	if err != nil {
+	if err := checkDomainOutline(out); err != nil {
 		return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: %w", err)
 	}
-	return next, nil
+	if bytes.Equal(out, in) {
+		return state, nil
+	}
+	return &domainState{xml: out}, nil
 }
 
 // guestDefinitionSidecar calls the hook's sidecar with the domain XML and

@@ -62,14 +62,18 @@ func TestPluginsRunAlphabetically(t *testing.T) {
 
 // legacyHooks stands in for the host's legacy hook sidecar runner.
 type legacyHooks struct {
-	seen string
-	tag  string
-	err  error
+	seen   string
+	tag    string
+	err    error
+	answer []byte // when set, the XML answered whatever the input
 }
 
 func (l *legacyHooks) RunGuestDefinition(_ context.Context, _ *kubevirtv1.VirtualMachineInstance, domainXML []byte) ([]byte, error) {
 	if l.err != nil {
 		return nil, l.err
+	}
+	if l.answer != nil {
+		return l.answer, nil
 	}
 	d := &libvirtxml.Domain{}
 	if err := d.Unmarshal(string(domainXML)); err != nil {
@@ -104,6 +108,33 @@ func TestLegacyHookErrorFailsGuestDefinition(t *testing.T) {
 	})
 	_, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
 	mustContain(t, err, "legacy hook sidecars at GuestDefinition", "hook sidecar crashed")
+}
+
+// TestLegacyHookAnswerIsHandedOnAsBytes: the first plugin sidecar receives
+// the legacy hook sidecars' XML as they answered it, and an answer that
+// does not decode fails GuestDefinition naming the legacy hooks.
+func TestLegacyHookAnswerIsHandedOnAsBytes(t *testing.T) {
+	base, err := testDomain(t).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := []byte("<!-- legacy -->\n" + base)
+	root := socketRoot(t)
+	s := &sidecar{}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("after-legacy", sidecarHook(serve(t, root, "after-legacy", "hook.sock", s), gd))},
+		func(o *pipeline.Options) { o.LegacyHooks = &legacyHooks{answer: answer} })
+	if _, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.gdReqs) != 1 || !bytes.Equal(s.gdReqs[0].DomainXml, answer) {
+		t.Fatalf("the sidecar did not receive the legacy hooks' bytes")
+	}
+
+	bad := newPipeline(t, root, nil, func(o *pipeline.Options) {
+		o.LegacyHooks = &legacyHooks{answer: []byte(`<domain type="kvm"><vcpu>many</vcpu></domain>`)}
+	})
+	_, err = bad.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	mustContain(t, err, "legacy hook sidecars at GuestDefinition", "invalid domain XML")
 }
 
 func TestMigrationTargetResultDiscarded(t *testing.T) {
