@@ -126,6 +126,8 @@ func (s *domainState) encoded() ([]byte, error) {
 // is a failure of the sidecar hook that sent it: under Fail the call fails
 // with that hook's *HookError; under Ignore the hook's answer is dropped
 // and the domain it was given is used, as if it had failed when called.
+// The hook's call was already counted as a success in the outcome metric;
+// the failure found later is counted as well (error or ignored).
 func (c *call) decoded(s *domainState) (*domainState, error) {
 	for s.dom == nil {
 		d, err := parseDomain(s.xml)
