@@ -3,7 +3,10 @@
 //
 // A Pipeline is built once, by New, from the Plugins handed to the launcher.
 // New validates them with the rules of the Plugin CRD and compiles every
-// condition and CEL expression, so a hook point call never compiles. At each
+// condition and CEL expression, so a hook point call never compiles. A
+// Plugin that does not validate or compile in this launcher does not stop
+// the others: its hooks fail under Fail and are skipped under Ignore, each
+// with an error naming it and the problem. At each
 // hook point, plugins run in alphabetical order of their names and the hooks
 // of a plugin in declaration order. A hook runs only when the plugin's
 // condition and its own condition both hold; an error while evaluating a
@@ -15,15 +18,21 @@
 // CEL hooks (GuestDefinition only) merge their Domain{...} into the domain
 // inline. Sidecar hooks are gRPC calls over the Unix socket the plugin
 // declares under /var/run/kubevirt-plugin/<plugin>/ (Options.SocketRoot),
-// each bounded by the hook's timeout (30s by default). Before dialing, a hook
-// point call waits for missing sockets within one budget shared by all its
-// sidecars (Options.SocketWaitBudget, 30s), and every path component below
+// each bounded by the hook's timeout (30s by default). A socket is ready
+// when a connection to it succeeds: a hook point call waits for sockets that
+// are missing, or that exist while nothing listens on them (a restarting
+// sidecar leaves its socket file in the emptyDir), trying again with backoff
+// within one budget shared by all its sidecars (Options.SocketWaitBudget,
+// 30s). The Pipeline keeps one connection per sidecar socket for its life
+// (Close releases them) and dials again when one breaks. Every path
+// component below
 // the sockets root is checked when the connection is made, on the open
 // descriptor of the component itself (api/socketpath.Root.Dial): a symlink
 // is refused, also one swapped in after an earlier check.
 //
-// Errors name the plugin, the hook's index in spec.launcherHooks, its kind
-// and the hook point, and wrap the cause:
+// Hook failures are *HookError values, which a host finds with errors.As:
+// they carry the plugin, the hook's index in spec.launcherHooks, its kind,
+// the hook point and the socket, and wrap the cause:
 //
 //	plugin "x" launcher hook #1 (sidecar) at PreBoot: calling the sidecar (timeout 30s): rpc error: ...
 //

@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
@@ -36,65 +38,157 @@ func (p *Pipeline) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 	case ic != Boot && ic != MigrationTarget:
 		return nil, fmt.Errorf("GuestDefinition: invocation context %q is neither %s nor %s", ic, Boot, MigrationTarget)
 	}
-	current := domain
+	state := &domainState{dom: domain}
 	if p.opts.LegacyHooks != nil {
 		var err error
-		if current, err = p.runLegacyHooks(ctx, vmi, current); err != nil {
+		if state, err = p.runLegacyHooks(ctx, vmi, state); err != nil {
 			return nil, err
 		}
 	}
 	c := p.newCall(pluginv1alpha1.GuestDefinition, vmi)
 	err := c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
 		if h.hook.CEL != nil {
-			next, err := h.transform.apply(ctx, vmi, current)
+			in, err := c.decoded(state)
 			if err != nil {
+				return &earlierHookFailed{err: err}
+			}
+			next, err := h.transform.apply(ctx, vmi, in.dom)
+			if err != nil {
+				state = in
 				return err
 			}
-			current = next
+			state = &domainState{dom: next}
 			return nil
 		}
-		next, err := c.guestDefinitionSidecar(ctx, pl, h, current, ic)
+		in, err := state.encoded()
+		if err != nil {
+			return fmt.Errorf("encoding the domain: %w", err)
+		}
+		out, err := c.guestDefinitionSidecar(ctx, pl, h, in, ic)
 		if err != nil {
 			return err
 		}
-		current = next
+		if bytes.Equal(out, in) {
+			// The sidecar changed nothing: keep what was decoded.
+			return nil
+		}
+		state = &domainState{xml: out, from: &sidecarResult{pl: pl, h: h, before: state}}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	final, err := c.decoded(state)
 	if err != nil {
 		return nil, err
 	}
 	if ic == MigrationTarget {
 		return domain, nil
 	}
-	return current, nil
+	return final.dom, nil
 }
 
-func (p *Pipeline) runLegacyHooks(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (*libvirtxml.Domain, error) {
-	in, err := domain.Marshal()
+// domainState is the domain between two GuestDefinition hooks: decoded
+// (dom), encoded (xml), or both. A sidecar's answer is handed to the next
+// sidecar as the bytes it sent, and decoded only when a CEL hook or the
+// caller needs the struct; an encoding is made at most once per state.
+type domainState struct {
+	dom *libvirtxml.Domain
+	xml []byte
+	// from is the sidecar hook whose answer xml is, while it is not
+	// decoded yet; nil for the legacy hook sidecars' answer.
+	from *sidecarResult
+}
+
+// sidecarResult records which hook produced an undecoded domain and what it
+// was given, so that a decoding failure is that hook's failure.
+type sidecarResult struct {
+	pl     *compiledPlugin
+	h      *compiledHook
+	before *domainState
+}
+
+// encoded returns the domain XML, encoding the struct the first time. The
+// struct is encoded as it is, with no copy: nothing in the chain modifies a
+// domain it was handed.
+func (s *domainState) encoded() ([]byte, error) {
+	if s.xml == nil {
+		text, err := s.dom.Marshal()
+		if err != nil {
+			return nil, err
+		}
+		s.xml = []byte(text)
+	}
+	return s.xml, nil
+}
+
+// decoded returns s with the struct decoded. An answer that does not decode
+// is a failure of the sidecar hook that sent it: under Fail the call fails
+// with that hook's *HookError; under Ignore the hook's answer is dropped
+// and the domain it was given is used, as if it had failed when called.
+// The hook's call was already counted as a success in the outcome metric;
+// the failure found later is counted as well (error or ignored).
+func (c *call) decoded(s *domainState) (*domainState, error) {
+	for s.dom == nil {
+		d, err := parseDomain(s.xml)
+		if err == nil {
+			return &domainState{dom: d, xml: s.xml}, nil
+		}
+		r := s.from
+		if r == nil {
+			// Only the legacy hook sidecars' answer has no plugin hook.
+			return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: %w", err)
+		}
+		herr := c.hookError(r.pl, r.h, fmt.Errorf("sidecar response: %w", err))
+		if r.h.strategy != pluginv1alpha1.Ignore {
+			c.p.metrics.observe(r.pl.name, string(c.point), OutcomeError, 0)
+			return nil, herr
+		}
+		c.p.metrics.observe(r.pl.name, string(c.point), OutcomeIgnored, 0)
+		c.p.log.Error(herr, "launcher hook answer does not decode; failureStrategy is Ignore, going on without its result")
+		s = r.before
+	}
+	return s, nil
+}
+
+// earlierHookFailed carries the failure of an earlier hook, found when a
+// later one needed its result: run returns it as it is, without blaming the
+// later hook or applying its failure strategy.
+type earlierHookFailed struct{ err error }
+
+func (e *earlierHookFailed) Error() string { return e.err.Error() }
+func (e *earlierHookFailed) Unwrap() error { return e.err }
+
+// runLegacyHooks passes the domain XML through the legacy hook sidecars
+// and returns their XML, decoded only when needed like a sidecar's answer.
+func (p *Pipeline) runLegacyHooks(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, state *domainState) (*domainState, error) {
+	in, err := state.encoded()
 	if err != nil {
 		return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: encoding the domain: %w", err)
 	}
-	out, err := p.opts.LegacyHooks.RunGuestDefinition(ctx, vmi, []byte(in))
+	out, err := p.opts.LegacyHooks.RunGuestDefinition(ctx, vmi, in)
 	if err != nil {
 		return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: %w", err)
 	}
-	next, err := parseDomain(out)
-	if err != nil {
+	if err := checkDomainOutline(out); err != nil {
 		return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: %w", err)
 	}
-	return next, nil
+	if bytes.Equal(out, in) {
+		return state, nil
+	}
+	return &domainState{xml: out}, nil
 }
 
-func (c *call) guestDefinitionSidecar(ctx context.Context, pl *compiledPlugin, h *compiledHook, domain *libvirtxml.Domain, ic InvocationContext) (*libvirtxml.Domain, error) {
-	domainXML, err := domain.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("encoding the domain: %w", err)
-	}
+// guestDefinitionSidecar calls the hook's sidecar with the domain XML and
+// returns the XML it answered, after a check of its outline (non-empty, one
+// <domain> element) that catches empty, truncated and non-XML answers at
+// the hook that sent them; the full decoding waits until it is needed.
+func (c *call) guestDefinitionSidecar(ctx context.Context, pl *compiledPlugin, h *compiledHook, domainXML []byte, ic InvocationContext) ([]byte, error) {
 	var resp *hooksv1alpha1.GuestDefinitionResponse
-	err = c.callSidecar(ctx, pl, h, func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error {
+	err := c.callSidecar(ctx, pl, h, func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error {
 		var err error
 		resp, err = client.GuestDefinition(ctx, &hooksv1alpha1.GuestDefinitionRequest{
-			DomainXml:      []byte(domainXML),
+			DomainXml:      domainXML,
 			Vmi:            vmiJSON,
 			SidecarContext: &hooksv1alpha1.SidecarContext{InvocationContext: string(ic)},
 		})
@@ -103,11 +197,47 @@ func (c *call) guestDefinitionSidecar(ctx context.Context, pl *compiledPlugin, h
 	if err != nil {
 		return nil, err
 	}
-	next, err := parseDomain(resp.GetDomainXml())
-	if err != nil {
+	out := resp.GetDomainXml()
+	if err := checkDomainOutline(out); err != nil {
 		return nil, fmt.Errorf("sidecar response: %w", err)
 	}
-	return next, nil
+	return out, nil
+}
+
+// checkDomainOutline checks, without decoding it, that data is one <domain>
+// element, optionally after an XML declaration, comments or a doctype.
+func checkDomainOutline(data []byte) error {
+	rest := bytes.TrimSpace(data)
+	if len(rest) == 0 {
+		return errors.New("empty domain XML")
+	}
+	for {
+		var end []byte
+		switch {
+		case bytes.HasPrefix(rest, []byte("<?")):
+			end = []byte("?>")
+		case bytes.HasPrefix(rest, []byte("<!--")):
+			end = []byte("-->")
+		case bytes.HasPrefix(rest, []byte("<!")):
+			end = []byte(">")
+		}
+		if end == nil {
+			break
+		}
+		i := bytes.Index(rest, end)
+		if i < 0 {
+			return errors.New("invalid domain XML: unterminated prolog")
+		}
+		rest = bytes.TrimSpace(rest[i+len(end):])
+	}
+	const open, closing = "<domain", "</domain>"
+	if !bytes.HasPrefix(rest, []byte(open)) || len(rest) == len(open) || !strings.ContainsRune(" \t\r\n>/", rune(rest[len(open)])) {
+		return errors.New("invalid domain XML: the document is not a <domain> element")
+	}
+	if !bytes.HasSuffix(rest, []byte(closing)) {
+		return errors.New("invalid domain XML: the document does not end with </domain>")
+	}
+	return nil
 }
 
 // parseDomain decodes a complete domain XML document.

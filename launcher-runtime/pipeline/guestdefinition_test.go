@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -61,14 +62,18 @@ func TestPluginsRunAlphabetically(t *testing.T) {
 
 // legacyHooks stands in for the host's legacy hook sidecar runner.
 type legacyHooks struct {
-	seen string
-	tag  string
-	err  error
+	seen   string
+	tag    string
+	err    error
+	answer []byte // when set, the XML answered whatever the input
 }
 
 func (l *legacyHooks) RunGuestDefinition(_ context.Context, _ *kubevirtv1.VirtualMachineInstance, domainXML []byte) ([]byte, error) {
 	if l.err != nil {
 		return nil, l.err
+	}
+	if l.answer != nil {
+		return l.answer, nil
 	}
 	d := &libvirtxml.Domain{}
 	if err := d.Unmarshal(string(domainXML)); err != nil {
@@ -103,6 +108,33 @@ func TestLegacyHookErrorFailsGuestDefinition(t *testing.T) {
 	})
 	_, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
 	mustContain(t, err, "legacy hook sidecars at GuestDefinition", "hook sidecar crashed")
+}
+
+// TestLegacyHookAnswerIsHandedOnAsBytes: the first plugin sidecar receives
+// the legacy hook sidecars' XML as they answered it, and an answer that
+// does not decode fails GuestDefinition naming the legacy hooks.
+func TestLegacyHookAnswerIsHandedOnAsBytes(t *testing.T) {
+	base, err := testDomain(t).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := []byte("<!-- legacy -->\n" + base)
+	root := socketRoot(t)
+	s := &sidecar{}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("after-legacy", sidecarHook(serve(t, root, "after-legacy", "hook.sock", s), gd))},
+		func(o *pipeline.Options) { o.LegacyHooks = &legacyHooks{answer: answer} })
+	if _, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.gdReqs) != 1 || !bytes.Equal(s.gdReqs[0].DomainXml, answer) {
+		t.Fatalf("the sidecar did not receive the legacy hooks' bytes")
+	}
+
+	bad := newPipeline(t, root, nil, func(o *pipeline.Options) {
+		o.LegacyHooks = &legacyHooks{answer: []byte(`<domain type="kvm"><vcpu>many</vcpu></domain>`)}
+	})
+	_, err = bad.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	mustContain(t, err, "legacy hook sidecars at GuestDefinition", "invalid domain XML")
 }
 
 func TestMigrationTargetResultDiscarded(t *testing.T) {
@@ -181,7 +213,12 @@ func TestMalformedXMLFromSidecar(t *testing.T) {
 	}{
 		{"FailNotXML", pluginv1alpha1.Fail, "<domain><name>x</nam", "invalid domain XML"},
 		{"FailEmpty", pluginv1alpha1.Fail, "", "empty domain XML"},
+		{"FailNotADomain", pluginv1alpha1.Fail, "<network><name>x</name></network>", "not a <domain> element"},
+		// Its outline is right; libvirtxml cannot decode it. Decoding is
+		// deferred to the CEL hook after it, and still blamed on it.
+		{"FailDoesNotDecode", pluginv1alpha1.Fail, `<domain type="kvm"><vcpu>many</vcpu></domain>`, "invalid domain XML"},
 		{"IgnoreKeepsDomain", pluginv1alpha1.Ignore, "not xml at all", ""},
+		{"IgnoreDoesNotDecodeKeepsDomain", pluginv1alpha1.Ignore, `<domain type="kvm"><vcpu>many</vcpu></domain>`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := socketRoot(t)
@@ -194,6 +231,10 @@ func TestMalformedXMLFromSidecar(t *testing.T) {
 			out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
 			if tc.wantErr != "" {
 				mustContain(t, err, `plugin "bad-xml" launcher hook #1 (sidecar) at GuestDefinition`, tc.wantErr)
+				var he *pipeline.HookError
+				if !errors.As(err, &he) || he.HookIndex != 1 || he.Kind != pipeline.KindSidecar {
+					t.Errorf("want the *HookError of the sidecar hook #1, got %v", err)
+				}
 				return
 			}
 			if err != nil {
@@ -255,5 +296,82 @@ func TestCELHookEvaluationFailureFollowsStrategy(t *testing.T) {
 				t.Errorf("the ignored CEL hook left a trace: description %q title %q", out.Description, out.Title)
 			}
 		})
+	}
+}
+
+// TestUndecodableAnswerOfTheLastSidecarIsItsFailure: the caller's decoding
+// of the chain's result blames the sidecar that sent it, under that hook's
+// failure strategy.
+func TestUndecodableAnswerOfTheLastSidecarIsItsFailure(t *testing.T) {
+	for _, strategy := range []pluginv1alpha1.FailureStrategy{pluginv1alpha1.Fail, pluginv1alpha1.Ignore} {
+		t.Run(string(strategy), func(t *testing.T) {
+			root := socketRoot(t)
+			s := &sidecar{guestDefinition: func(context.Context, *hooksv1alpha1.GuestDefinitionRequest) (*hooksv1alpha1.GuestDefinitionResponse, error) {
+				return &hooksv1alpha1.GuestDefinitionResponse{DomainXml: []byte(`<domain type="kvm"><memory unit="KiB">lots</memory></domain>`)}, nil
+			}}
+			p := newPipeline(t, root, []pluginv1alpha1.Plugin{
+				plugin("a-first", celHook(celAppend("first"))),
+				plugin("b-last", withStrategy(sidecarHook(serve(t, root, "b-last", "hook.sock", s), gd), strategy)),
+			})
+			out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+			if strategy == pluginv1alpha1.Fail {
+				mustContain(t, err, `plugin "b-last" launcher hook #0 (sidecar) at GuestDefinition: sidecar response: invalid domain XML`)
+				return
+			}
+			if err != nil || out.Description != "first" {
+				t.Fatalf("Ignore: want the domain as the CEL hook left it, got %v, %+v", err, out)
+			}
+		})
+	}
+}
+
+// TestSidecarChainPassesTheDomainXMLAsSent: a sidecar receives the exact
+// bytes the previous sidecar answered (here with a comment and layout that
+// a decode and re-encode would not keep): the launcher does not decode and
+// re-encode the domain between two sidecars.
+func TestSidecarChainPassesTheDomainXMLAsSent(t *testing.T) {
+	root := socketRoot(t)
+	base, err := testDomain(t).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := []byte("<!-- written by a -->\n" + strings.Replace(base, "<name>", "<!-- kept -->\n  <name>", 1) + "\n")
+	a := &sidecar{guestDefinition: func(context.Context, *hooksv1alpha1.GuestDefinitionRequest) (*hooksv1alpha1.GuestDefinitionResponse, error) {
+		return &hooksv1alpha1.GuestDefinitionResponse{DomainXml: answer}, nil
+	}}
+	b := &sidecar{}
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{
+		plugin("a", sidecarHook(serve(t, root, "a", "hook.sock", a), gd)),
+		plugin("b", sidecarHook(serve(t, root, "b", "hook.sock", b), gd)),
+	})
+	out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.gdReqs) != 1 || !bytes.Equal(b.gdReqs[0].DomainXml, answer) {
+		t.Fatalf("sidecar b did not receive the bytes sidecar a answered")
+	}
+	if out.Name != testDomain(t).Name {
+		t.Errorf("result name %q", out.Name)
+	}
+}
+
+// TestSidecarThatChangesNothingLeavesTheDomainUndecoded: a sidecar that
+// answers the bytes it was given changed nothing; the chain keeps the
+// domain it had, and with no other hook returns the caller's domain itself.
+func TestSidecarThatChangesNothingLeavesTheDomainUndecoded(t *testing.T) {
+	root := socketRoot(t)
+	echo := &sidecar{} // answers the request's domain XML as it came
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("echo", sidecarHook(serve(t, root, "echo", "hook.sock", echo), gd))})
+	domain := testDomain(t)
+	out, err := p.GuestDefinition(context.Background(), testVMI(t), domain, pipeline.Boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if echo.calls() != 1 {
+		t.Fatalf("the sidecar got %d calls", echo.calls())
+	}
+	if out != domain {
+		t.Errorf("an unchanged answer was decoded into a new domain")
 	}
 }

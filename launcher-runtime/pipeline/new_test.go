@@ -1,51 +1,115 @@
 package pipeline_test
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 )
 
-func TestNewRejectsInvalidPlugins(t *testing.T) {
+func TestNewRejectsAPluginHandedTwice(t *testing.T) {
+	_, err := pipeline.New([]pluginv1alpha1.Plugin{plugin("twice"), plugin("twice")}, pipeline.Options{})
+	mustContain(t, err, `plugin "twice": handed to the launcher twice`)
+}
+
+// TestPluginThatDoesNotCompileFailsOnlyItsOwnHooks hands the launcher a
+// Plugin that admission would have refused (or that an older CEL
+// environment accepted): New succeeds, that plugin's hooks fail under Fail
+// and are skipped under Ignore, each with a *HookError naming it and the
+// field, and the other plugin runs.
+func TestPluginThatDoesNotCompileFailsOnlyItsOwnHooks(t *testing.T) {
 	withPluginCondition := func(p pluginv1alpha1.Plugin, c string) pluginv1alpha1.Plugin {
 		p.Spec.Condition = c
 		return p
 	}
 	preboot := celHook(`Domain{}`)
-	preboot.CEL.HookPoint = pluginv1alpha1.PreBoot
+	preboot.CEL.HookPoint = pb
 	for _, tc := range []struct {
-		name    string
-		plugins []pluginv1alpha1.Plugin
-		want    []string
+		name  string
+		bad   func(strategy pluginv1alpha1.FailureStrategy) pluginv1alpha1.Plugin
+		point pluginv1alpha1.LauncherHookPoint
+		want  []string
 	}{
-		{"ExpressionDoesNotCompile", []pluginv1alpha1.Plugin{plugin("bad", celHook(`Domain{CPU: DomainCPU{Mode: 1}}`))},
-			[]string{`plugin "bad"`, "spec.launcherHooks[0].cel.expression"}},
-		{"ExpressionNotADomain", []pluginv1alpha1.Plugin{plugin("bad", celHook(`"host-passthrough"`))},
-			[]string{"spec.launcherHooks[0].cel.expression", "must return a Domain"}},
-		{"ConditionNotBool", []pluginv1alpha1.Plugin{withPluginCondition(plugin("bad"), `vmi.Name`)},
-			[]string{"spec.condition", "must evaluate to bool"}},
-		{"HookConditionUnknownField", []pluginv1alpha1.Plugin{plugin("bad", withCondition(celHook(`Domain{}`), `vmi.NoSuchField == 1`))},
-			[]string{"spec.launcherHooks[0].condition"}},
-		{"CELAtPreBoot", []pluginv1alpha1.Plugin{plugin("bad", preboot)},
-			[]string{"spec.launcherHooks[0].cel.hookPoint"}},
-		{"SocketOfAnotherPlugin", []pluginv1alpha1.Plugin{plugin("bad", sidecarHook(declared("other", "hook.sock"), pb))},
-			[]string{"spec.launcherHooks[0].sidecar.socketPath"}},
-		{"TimeoutOnCEL", []pluginv1alpha1.Plugin{plugin("bad", withTimeout(celHook(`Domain{}`), 1e9))},
-			[]string{"spec.launcherHooks[0].timeout"}},
-		{"DuplicateName", []pluginv1alpha1.Plugin{plugin("twice"), plugin("twice")},
-			[]string{`plugin "twice": handed to the launcher twice`}},
-		{"EveryProblemListed", []pluginv1alpha1.Plugin{
-			plugin("one", celHook(`nope(`)),
-			withPluginCondition(plugin("two"), `1`),
-		}, []string{`plugin "one"`, `plugin "two"`}},
+		{"ExpressionDoesNotCompile", func(s pluginv1alpha1.FailureStrategy) pluginv1alpha1.Plugin {
+			return plugin("bad", withStrategy(celHook(`Domain{CPU: DomainCPU{Mode: 1}}`), s))
+		}, gd, []string{"spec.launcherHooks[0].cel.expression"}},
+		{"ExpressionNotADomain", func(s pluginv1alpha1.FailureStrategy) pluginv1alpha1.Plugin {
+			return plugin("bad", withStrategy(celHook(`"host-passthrough"`), s))
+		}, gd, []string{"spec.launcherHooks[0].cel.expression", "must return a Domain"}},
+		{"ConditionNotBool", func(s pluginv1alpha1.FailureStrategy) pluginv1alpha1.Plugin {
+			return withPluginCondition(plugin("bad", withStrategy(celHook(`Domain{}`), s)), `vmi.Name`)
+		}, gd, []string{"spec.condition", "must evaluate to bool"}},
+		{"HookConditionUnknownField", func(s pluginv1alpha1.FailureStrategy) pluginv1alpha1.Plugin {
+			return plugin("bad", withStrategy(withCondition(celHook(`Domain{}`), `vmi.NoSuchField == 1`), s))
+		}, gd, []string{"spec.launcherHooks[0].condition"}},
+		{"CELAtPreBoot", func(s pluginv1alpha1.FailureStrategy) pluginv1alpha1.Plugin {
+			return plugin("bad", withStrategy(preboot, s))
+		}, pb, []string{"spec.launcherHooks[0].cel.hookPoint"}},
+		{"SocketOfAnotherPlugin", func(s pluginv1alpha1.FailureStrategy) pluginv1alpha1.Plugin {
+			return plugin("bad", withStrategy(sidecarHook(declared("other", "hook.sock"), pb), s))
+		}, pb, []string{"spec.launcherHooks[0].sidecar.socketPath"}},
+		{"TimeoutOnCEL", func(s pluginv1alpha1.FailureStrategy) pluginv1alpha1.Plugin {
+			return plugin("bad", withStrategy(withTimeout(celHook(`Domain{}`), 1e9), s))
+		}, gd, []string{"spec.launcherHooks[0].timeout"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := pipeline.New(tc.plugins, pipeline.Options{})
-			mustContain(t, err, tc.want...)
-		})
+		for _, strategy := range []pluginv1alpha1.FailureStrategy{pluginv1alpha1.Fail, pluginv1alpha1.Ignore} {
+			t.Run(tc.name+"/"+string(strategy), func(t *testing.T) {
+				root := socketRoot(t)
+				good := &sidecar{}
+				p, err := pipeline.New([]pluginv1alpha1.Plugin{
+					tc.bad(strategy),
+					plugin("good", sidecarHook(serve(t, root, "good", "hook.sock", good), gd, pb)),
+				}, pipeline.Options{SocketRoot: root, SocketWaitBudget: time.Second})
+				if err != nil {
+					t.Fatalf("one plugin that does not compile made New fail: %v", err)
+				}
+				t.Cleanup(func() { _ = p.Close() })
+				switch tc.point {
+				case gd:
+					_, err = p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+				case pb:
+					err = p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+				}
+				if strategy == pluginv1alpha1.Ignore {
+					if err != nil || good.calls() != 1 {
+						t.Fatalf("Ignore: want the broken hook skipped and the other plugin run, got %v, %d calls", err, good.calls())
+					}
+					return
+				}
+				var he *pipeline.HookError
+				if !errors.As(err, &he) || he.Plugin != "bad" || he.HookIndex != 0 || he.HookPoint != tc.point {
+					t.Fatalf("want a *HookError of plugin bad, hook 0 at %s, got %#v (%v)", tc.point, he, err)
+				}
+				mustContain(t, err, append([]string{`plugin "bad" launcher hook #0`, "does not compile in this launcher"}, tc.want...)...)
+				if good.calls() != 0 {
+					t.Errorf("the chain went on after a Fail hook")
+				}
+				// The other plugin's hooks at a point the broken one does
+				// not handle run as usual.
+				other := pb
+				if tc.point == pb {
+					other = gd
+				}
+				if other == pb {
+					err = p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+				} else {
+					_, err = p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+				}
+				if err != nil || good.calls() != 1 {
+					t.Errorf("at %s, where the broken plugin has no hook: got %v, %d calls of the other plugin", other, err, good.calls())
+				}
+			})
+		}
 	}
+}
+
+func withStrategy(h pluginv1alpha1.LauncherHook, s pluginv1alpha1.FailureStrategy) pluginv1alpha1.LauncherHook {
+	h.FailureStrategy = s
+	return h
 }
 
 func TestNewCompilesOnceThroughSharedEnv(t *testing.T) {

@@ -44,8 +44,10 @@ type Options struct {
 	SocketRoot string
 
 	// SocketWaitBudget is the total time one hook point call waits for the
-	// sockets of all the sidecars it calls to appear. It is separate from
-	// the per-hook timeout. Default: pluginv1alpha1.SocketWaitBudget (30s).
+	// sockets of all the sidecars it calls to become ready: to exist and
+	// accept a connection (a socket file nothing listens on is waited for,
+	// as a sidecar restarting). It is separate from the per-hook timeout.
+	// Default: pluginv1alpha1.SocketWaitBudget (30s).
 	SocketWaitBudget time.Duration
 
 	// CEL is the environment that compiles and caches conditions and

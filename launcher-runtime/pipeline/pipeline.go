@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
@@ -20,19 +24,26 @@ import (
 )
 
 // Pipeline runs the launcher hooks of a fixed set of Plugins. It is safe for
-// concurrent use; each hook point call has its own socket wait budget.
+// concurrent use; each hook point call has its own socket wait budget. It
+// keeps one connection per sidecar socket for its whole life: Close
+// releases them.
 type Pipeline struct {
 	opts    Options
 	log     logr.Logger
 	root    *sockets.Root
 	metrics *metrics
 	plugins []compiledPlugin
+	conns   conns
 }
 
 type compiledPlugin struct {
 	name      string
 	condition condition
 	hooks     []compiledHook
+	// broken is why the plugin does not compile in this launcher; its
+	// hooks then fail (or are skipped under Ignore) with this cause,
+	// without their conditions being evaluated.
+	broken error
 }
 
 type compiledHook struct {
@@ -44,17 +55,24 @@ type compiledHook struct {
 	timeout   time.Duration
 }
 
-func (h *compiledHook) kind() string {
+func (h *compiledHook) kind() HookKind {
 	if h.hook.CEL != nil {
-		return "cel"
+		return KindCEL
 	}
-	return "sidecar"
+	return KindSidecar
 }
 
 // New validates the plugins with the rules of the Plugin CRD, compiles their
 // conditions and CEL expressions once, and returns a Pipeline that runs
 // their launcher hooks. Plugins run in alphabetical order of their names,
 // whatever the order of the slice; two plugins may not share a name.
+//
+// A Plugin that does not validate or compile here (admission was bypassed,
+// or the CEL environment changed across an upgrade) does not make New fail:
+// each of its hooks fails, at the hook points it handles, with a *HookError
+// naming the plugin and the problem, under the hook's failure strategy (a
+// Fail hook fails the call, an Ignore hook is skipped); the other plugins
+// run as usual. New logs such a plugin once.
 func New(plugins []pluginv1alpha1.Plugin, opts Options) (*Pipeline, error) {
 	opts = opts.withDefaults()
 	compiler, err := newCompiler(opts)
@@ -71,10 +89,9 @@ func New(plugins []pluginv1alpha1.Plugin, opts Options) (*Pipeline, error) {
 			continue
 		}
 		seen[pl.Name] = true
-		cp, errs := compilePlugin(pl, compiler)
-		if len(errs) > 0 {
-			problems = append(problems, errs...)
-			continue
+		cp := compilePlugin(pl, compiler)
+		if cp.broken != nil {
+			p.log.Error(cp.broken, "plugin does not compile in the launcher: its launcher hooks fail, or are skipped under failureStrategy Ignore", "plugin", pl.Name)
 		}
 		p.plugins = append(p.plugins, cp)
 	}
@@ -88,33 +105,43 @@ func New(plugins []pluginv1alpha1.Plugin, opts Options) (*Pipeline, error) {
 	return p, nil
 }
 
-func compilePlugin(pl *pluginv1alpha1.Plugin, c compiler) (compiledPlugin, []error) {
-	var errs []error
-	for _, e := range validation.All(pl, c.env) {
-		errs = append(errs, fmt.Errorf("plugin %q: %w", pl.Name, e))
-	}
-	if len(errs) > 0 {
-		return compiledPlugin{}, errs
-	}
+// Close closes the connections to the sidecars. Hook point calls made after
+// Close fail at their first sidecar hook.
+func (p *Pipeline) Close() error {
+	return p.conns.close()
+}
+
+// compilePlugin compiles pl; when that fails, the result holds the raw
+// hooks (their hook points, failure strategies and kinds) and the reason.
+func compilePlugin(pl *pluginv1alpha1.Plugin, c compiler) compiledPlugin {
 	cp := compiledPlugin{name: pl.Name}
-	var err error
-	if cp.condition, err = c.condition(pl.Spec.Condition); err != nil {
-		return cp, []error{fmt.Errorf("plugin %q: spec.condition: %w", pl.Name, err)}
-	}
 	for i := range pl.Spec.LauncherHooks {
 		h := &pl.Spec.LauncherHooks[i]
-		ch := compiledHook{index: i, hook: h, strategy: pl.LauncherFailureStrategy(i), timeout: h.EffectiveTimeout()}
-		if ch.condition, err = c.condition(h.Condition); err != nil {
-			return cp, []error{fmt.Errorf("plugin %q: spec.launcherHooks[%d].condition: %w", pl.Name, i, err)}
+		cp.hooks = append(cp.hooks, compiledHook{index: i, hook: h, strategy: pl.LauncherFailureStrategy(i), timeout: h.EffectiveTimeout()})
+	}
+	if errs := validation.All(pl, c.env); len(errs) > 0 {
+		cp.broken = fmt.Errorf("the plugin does not compile in this launcher: %w", errs.ToAggregate())
+		return cp
+	}
+	var err error
+	if cp.condition, err = c.condition(pl.Spec.Condition); err != nil {
+		cp.broken = fmt.Errorf("the plugin does not compile in this launcher: spec.condition: %w", err)
+		return cp
+	}
+	for i := range cp.hooks {
+		ch := &cp.hooks[i]
+		if ch.condition, err = c.condition(ch.hook.Condition); err != nil {
+			cp.broken = fmt.Errorf("the plugin does not compile in this launcher: spec.launcherHooks[%d].condition: %w", i, err)
+			return cp
 		}
-		if h.CEL != nil {
-			if ch.transform, err = c.transform(h.CEL.Expression); err != nil {
-				return cp, []error{fmt.Errorf("plugin %q: spec.launcherHooks[%d].cel.expression: %w", pl.Name, i, err)}
+		if ch.hook.CEL != nil {
+			if ch.transform, err = c.transform(ch.hook.CEL.Expression); err != nil {
+				cp.broken = fmt.Errorf("the plugin does not compile in this launcher: spec.launcherHooks[%d].cel.expression: %w", i, err)
+				return cp
 			}
 		}
-		cp.hooks = append(cp.hooks, ch)
 	}
-	return cp, nil
+	return cp
 }
 
 // call is one hook point call: the state every hook of the chain shares.
@@ -167,12 +194,22 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			if err := ctx.Err(); err != nil {
 				return c.hookError(pl, h, fmt.Errorf("not started: %w", err))
 			}
+			if pl.broken != nil {
+				herr := c.hookError(pl, h, pl.broken)
+				if h.strategy == pluginv1alpha1.Ignore {
+					c.p.metrics.observe(pl.name, point, OutcomeIgnored, 0)
+					log.Error(herr, "launcher hook skipped: its plugin does not compile; failureStrategy is Ignore")
+					continue
+				}
+				c.p.metrics.observe(pl.name, point, OutcomeError, 0)
+				return herr
+			}
 			start := c.p.opts.Clock.Now()
 			if !pluginEvaluated {
 				ok, err := pl.condition.eval(ctx, c.vmi)
 				if err != nil {
 					c.p.metrics.observe(pl.name, point, OutcomeError, c.p.opts.Clock.Since(start))
-					return fmt.Errorf("plugin %q condition at %s: %w", pl.name, point, err)
+					return &HookError{Plugin: pl.name, HookIndex: PluginCondition, HookPoint: c.point, Err: err}
 				}
 				pluginHolds, pluginEvaluated = ok, true
 			}
@@ -192,6 +229,10 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			}
 			err := step(ctx, pl, h)
 			took := c.p.opts.Clock.Since(start)
+			var earlier *earlierHookFailed
+			if errors.As(err, &earlier) {
+				return earlier.err
+			}
 			switch {
 			case err == nil:
 				c.p.metrics.observe(pl.name, point, OutcomeSuccess, took)
@@ -206,7 +247,7 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 				return c.hookError(pl, h, err)
 			case h.strategy == pluginv1alpha1.Ignore:
 				c.p.metrics.observe(pl.name, point, OutcomeIgnored, took)
-				log.Error(err, "launcher hook failed; failureStrategy is Ignore, going on without its result", "duration", took)
+				log.Error(c.hookError(pl, h, err), "launcher hook failed; failureStrategy is Ignore, going on without its result", "duration", took)
 			default:
 				c.p.metrics.observe(pl.name, point, OutcomeError, took)
 				return c.hookError(pl, h, err)
@@ -217,41 +258,77 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 }
 
 func (c *call) hookError(pl *compiledPlugin, h *compiledHook, err error) error {
-	return fmt.Errorf("plugin %q launcher hook #%d (%s) at %s: %w", pl.name, h.index, h.kind(), c.point, err)
+	e := &HookError{Plugin: pl.name, HookIndex: h.index, Kind: h.kind(), HookPoint: c.point, Err: err}
+	if h.hook.Sidecar != nil {
+		e.Socket = h.hook.Sidecar.SocketPath
+	}
+	return e
 }
 
-// callSidecar encodes the VMI, waits for and connects to the hook's sidecar,
-// and makes the call rpc makes with the hook's timeout. An error of rpc is
-// the sidecar's; it is reported with the timeout in force.
+// callSidecar encodes the VMI (once per call), gets a connection to the
+// hook's sidecar, and makes the call rpc makes with the hook's timeout. An
+// error of rpc is the sidecar's; it is reported with the timeout in force.
+//
+// When a connection kept from an earlier call turns out broken (the call
+// fails with Unavailable before the sidecar sent anything back: it
+// restarted since), the hook is called once more on a connection dialed
+// again, after waiting for the socket within the call's budget; hooks are
+// idempotent. A status the sidecar itself returns, Unavailable included, is
+// its answer: the call is not repeated and the connection is kept.
 func (c *call) callSidecar(ctx context.Context, pl *compiledPlugin, h *compiledHook,
 	rpc func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error) error {
 	vmiJSON, err := c.vmiBytes()
 	if err != nil {
 		return fmt.Errorf("encoding the VMI: %w", err)
 	}
-	client, done, err := c.sidecar(ctx, pl, h)
-	if err != nil {
-		return err
-	}
-	defer done()
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	if err := rpc(ctx, client, vmiJSON); err != nil {
+	var broken *pooled
+	for {
+		conn, reused, err := c.sidecarConn(ctx, pl, h, broken)
+		if err != nil {
+			return err
+		}
+		callCtx, cancel := context.WithTimeout(ctx, h.timeout)
+		callCtx, answered := withAnswerWatch(callCtx)
+		err = rpc(callCtx, hooksv1alpha1.NewLauncherHookServiceClient(conn.cc), vmiJSON)
+		cancel()
+		c.p.conns.release(conn)
+		if err == nil {
+			return nil
+		}
+		if reused && broken == nil && ctx.Err() == nil && status.Code(err) == codes.Unavailable && !answered.Load() {
+			c.p.log.V(1).Info("connection to the sidecar broke; dialing again", "plugin", pl.name, "hook", h.index, "socket", h.hook.Sidecar.SocketPath, "error", err.Error())
+			broken = conn
+			continue
+		}
 		return fmt.Errorf("calling the sidecar (timeout %s): %w", h.timeout, err)
 	}
-	return nil
 }
 
-// sidecar waits for the hook's socket within the call's budget and returns
-// a client for it, and a function that closes the connection.
-func (c *call) sidecar(ctx context.Context, pl *compiledPlugin, h *compiledHook) (hooksv1alpha1.LauncherHookServiceClient, func(), error) {
+// sidecarConn returns, in use, the connection to the hook's socket. A
+// connection kept from an earlier call that is connected, and not the
+// broken one the caller just failed on, is used as it is (reused is true).
+// Otherwise the socket is waited for, within the call's budget, until a
+// connection to it succeeds (a socket file that exists while nothing
+// listens on it is a sidecar still starting or restarting), and the kept
+// connection is replaced by one dialed through the checked dial.
+func (c *call) sidecarConn(ctx context.Context, pl *compiledPlugin, h *compiledHook, broken *pooled) (conn *pooled, reused bool, err error) {
 	socket := h.hook.Sidecar.SocketPath
-	if _, err := c.budget.Wait(ctx, func() (string, error) { return c.p.root.Check(pl.name, socket) }); err != nil {
-		return nil, nil, fmt.Errorf("socket %s: %w", socket, err)
-	}
-	conn, err := c.p.root.Dial(pl.name, socket, c.p.opts.MaxMessageSize)
+	key := pl.name + "\x00" + socket
+	seen, err := c.p.conns.current(key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("socket %s: %w", socket, err)
+		return nil, false, err
 	}
-	return hooksv1alpha1.NewLauncherHookServiceClient(conn), func() { _ = conn.Close() }, nil
+	if seen != nil && seen != broken && seen.cc.GetState() == connectivity.Ready && c.p.conns.acquire(key, seen) {
+		return seen, true, nil
+	}
+	if err := c.budget.Wait(ctx, func(ctx context.Context) error { return c.p.root.Probe(ctx, pl.name, socket) }); err != nil {
+		return nil, false, fmt.Errorf("socket %s: %w", socket, err)
+	}
+	conn, err = c.p.conns.renew(key, seen, func() (*grpc.ClientConn, error) {
+		return c.p.root.Dial(pl.name, socket, c.p.opts.MaxMessageSize, grpc.WithStatsHandler(answerWatch{}))
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("socket %s: %w", socket, err)
+	}
+	return conn, false, nil
 }

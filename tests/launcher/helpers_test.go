@@ -156,6 +156,7 @@ func newPipeline(t *testing.T, socketRoot string, pls []pluginv1alpha1.Plugin) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = p.Close() })
 	return p
 }
 

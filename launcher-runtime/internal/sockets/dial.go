@@ -13,8 +13,9 @@ import (
 // with socketpath.Root.Dial, which holds every component open while it is
 // checked: a directory or socket swapped for a symlink after the wait, or
 // between the check and connect(2), is refused rather than followed.
-// maxMessageSize bounds messages in both directions.
-func (r *Root) Dial(pluginName, socketPath string, maxMessageSize int) (*grpc.ClientConn, error) {
+// maxMessageSize bounds messages in both directions; opts are added to the
+// client's options.
+func (r *Root) Dial(pluginName, socketPath string, maxMessageSize int, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	dial := func(ctx context.Context, _ string) (net.Conn, error) {
 		parts, err := relative(pluginName, socketPath)
 		if err != nil {
@@ -22,12 +23,12 @@ func (r *Root) Dial(pluginName, socketPath string, maxMessageSize int) (*grpc.Cl
 		}
 		return r.fs.Dial(ctx, parts)
 	}
-	return grpc.NewClient("passthrough:///"+socketPath,
+	return grpc.NewClient("passthrough:///"+socketPath, append([]grpc.DialOption{
 		grpc.WithContextDialer(dial),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(maxMessageSize),
 			grpc.MaxCallSendMsgSize(maxMessageSize),
 		),
-	)
+	}, opts...)...)
 }

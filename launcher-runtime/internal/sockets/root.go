@@ -1,8 +1,11 @@
 package sockets
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/api/plugin/v1alpha1/validation"
@@ -13,6 +16,11 @@ import (
 // plugin's directory, through a symlink, or not a socket. Waiting does not
 // help; the caller fails or ignores the hook at once.
 var ErrRejected = socketpath.ErrRejected
+
+// ErrNotListening marks a socket file that exists while nothing accepts
+// connections on it: the sidecar has not started listening yet, or it is
+// restarting and its old socket file is left in the shared volume.
+var ErrNotListening = errors.New("socket exists but nothing listens on it")
 
 // Root is the directory that holds one subdirectory per plugin. It stands in
 // for pluginv1alpha1.SocketsRoot: the declared socketPath
@@ -56,4 +64,25 @@ func (r *Root) Check(pluginName, socketPath string) (string, error) {
 		return "", err
 	}
 	return r.fs.Walk(parts)
+}
+
+// Probe reports whether a plugin's declared socketPath is ready: it
+// connects to it through the checked dial (socketpath.Root.Dial) and closes
+// the connection. A socket is ready when a connection succeeds; a missing
+// component gives an error wrapping fs.ErrNotExist, a socket file nobody
+// listens on one wrapping ErrNotListening, and a path that must not be
+// dialed one wrapping ErrRejected.
+func (r *Root) Probe(ctx context.Context, pluginName, socketPath string) error {
+	parts, err := relative(pluginName, socketPath)
+	if err != nil {
+		return err
+	}
+	conn, err := r.fs.Dial(ctx, parts)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("%w: %w", ErrNotListening, err)
+		}
+		return err
+	}
+	return conn.Close()
 }

@@ -3,10 +3,12 @@ package sockets
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,10 +93,10 @@ func TestCheck(t *testing.T) {
 func TestBudgetIsSharedAcrossWaits(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	b := NewBudget(clk, time.Second, 100*time.Millisecond)
-	missing := func() (string, error) { return "", fs.ErrNotExist }
+	missing := func(context.Context) error { return fs.ErrNotExist }
 	done := make(chan error)
 	go func() {
-		_, err := b.Wait(context.Background(), missing)
+		err := b.Wait(context.Background(), missing)
 		done <- err
 	}()
 	var stepped time.Duration
@@ -108,7 +110,7 @@ func TestBudgetIsSharedAcrossWaits(t *testing.T) {
 				t.Fatalf("waited %s, remaining %s; want the whole budget spent once", stepped, b.Remaining())
 			}
 			// A second wait has nothing left: it fails without waiting.
-			if _, err := b.Wait(context.Background(), missing); err == nil {
+			if err := b.Wait(context.Background(), missing); err == nil {
 				t.Fatalf("a spent budget let a wait succeed")
 			}
 			if clk.HasWaiters() {
@@ -120,6 +122,83 @@ func TestBudgetIsSharedAcrossWaits(t *testing.T) {
 		if clk.HasWaiters() {
 			clk.Step(100 * time.Millisecond)
 			stepped += 100 * time.Millisecond
+		} else {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// staleSocket leaves a socket file at path with nothing listening on it, as
+// a sidecar container that restarted leaves its socket in the emptyDir.
+func staleSocket(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); err != nil {
+		t.Fatalf("the stale socket file is gone: %v", err)
+	}
+}
+
+func TestProbeSocketIsReadyWhenAConnectionSucceeds(t *testing.T) {
+	const socket = "/var/run/kubevirt-plugin/p/hook.sock"
+	root := shortDir(t)
+	r := NewRoot(root)
+	path := filepath.Join(root, "p", "hook.sock")
+
+	if err := r.Probe(context.Background(), "p", socket); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotListening) {
+		t.Fatalf("missing socket: want not-exist, got %v", err)
+	}
+	staleSocket(t, path)
+	// The file exists and is a socket: Check accepts it, but it is not ready.
+	if _, err := r.Check("p", socket); err != nil {
+		t.Fatalf("Check on the stale socket file: %v", err)
+	}
+	if err := r.Probe(context.Background(), "p", socket); !errors.Is(err, ErrNotListening) {
+		t.Fatalf("stale socket file: want ErrNotListening, got %v", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	listen(t, path)
+	if err := r.Probe(context.Background(), "p", socket); err != nil {
+		t.Fatalf("listening socket: %v", err)
+	}
+}
+
+func TestBudgetWaitKeepsTryingAStaleSocketAndSaysNothingListens(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	b := NewBudget(clk, time.Second, 100*time.Millisecond)
+	tries := 0
+	stale := func(context.Context) error {
+		tries++
+		return fmt.Errorf("%w: connect: connection refused", ErrNotListening)
+	}
+	done := make(chan error)
+	go func() { done <- b.Wait(context.Background(), stale) }()
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotListening) || !strings.Contains(err.Error(), "socket exists but nothing listens on it after the 1s socket wait budget") {
+				t.Fatalf("want the budget spent on a socket nobody listens on, got %v", err)
+			}
+			// 100+200+400 ms, then the 300 ms left: backoff, not a fixed poll.
+			if tries != 5 {
+				t.Errorf("tried %d times, want 5 (four pauses doubling from 100ms within 1s)", tries)
+			}
+			return
+		default:
+		}
+		if clk.HasWaiters() {
+			clk.Step(100 * time.Millisecond)
 		} else {
 			time.Sleep(time.Millisecond)
 		}
