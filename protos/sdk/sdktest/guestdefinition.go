@@ -1,0 +1,304 @@
+package sdktest
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc"
+	"libvirt.org/go/libvirtxml"
+
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+	"github.com/kubevirt-plugins/framework/protos/sdk"
+)
+
+func guestDefinition(ctx context.Context, conn grpc.ClientConnInterface, c LauncherContract, domainXML []byte, ic sdk.InvocationContext) ([]byte, error) {
+	callCtx, cancel := context.WithTimeout(ctx, c.CallTimeout)
+	defer cancel()
+	resp, err := hooksv1alpha1.NewLauncherHookServiceClient(conn).GuestDefinition(callCtx, guestDefinitionRequest(c, domainXML, ic))
+	if err != nil {
+		return nil, fmt.Errorf("GuestDefinition (%s): %w", ic, err)
+	}
+	return resp.GetDomainXml(), nil
+}
+
+func checkGuestDefinitionBothContexts(c LauncherContract) Check {
+	return Check{
+		Name: "GuestDefinition/BothInvocationContexts",
+		Rule: "GuestDefinition is invoked at boot and on the migration target (MigrationTarget) and must answer both",
+		run: func(ctx context.Context, conn grpc.ClientConnInterface) outcome {
+			var errs []error
+			for _, ic := range []sdk.InvocationContext{sdk.InvocationBoot, sdk.InvocationMigrationTarget} {
+				if _, err := guestDefinition(ctx, conn, c, c.DomainXML, ic); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if len(errs) > 0 {
+				return failed(errors.Join(errs...))
+			}
+			return passed("Boot and MigrationTarget answered")
+		},
+	}
+}
+
+func checkGuestDefinitionParses(c LauncherContract) Check {
+	return Check{
+		Name: "GuestDefinition/ReturnsDomain",
+		Rule: "GuestDefinition returns a complete libvirt domain",
+		run: func(ctx context.Context, conn grpc.ClientConnInterface) outcome {
+			out, err := guestDefinition(ctx, conn, c, c.DomainXML, sdk.InvocationBoot)
+			if err != nil {
+				return failed(err)
+			}
+			dom := &libvirtxml.Domain{}
+			if err := dom.Unmarshal(string(out)); err != nil {
+				return failed(fmt.Errorf("the response does not parse as a domain: %w (response starts %q)", err, head(out)))
+			}
+			if dom.Name == "" || dom.Type == "" {
+				return failed(fmt.Errorf("the response lacks the domain name or type (response starts %q)", head(out)))
+			}
+			return passed("domain %q of type %s", dom.Name, dom.Type)
+		},
+	}
+}
+
+func checkGuestDefinitionKeepsDomain(c LauncherContract) Check {
+	return Check{
+		Name: "GuestDefinition/KeepsDomain",
+		Rule: "GuestDefinition returns the domain it was given with its own changes only: the identity stays and no part of the domain is lost",
+		run: func(ctx context.Context, conn grpc.ClientConnInterface) outcome {
+			out, err := guestDefinition(ctx, conn, c, c.DomainXML, sdk.InvocationBoot)
+			if err != nil {
+				return failed(err)
+			}
+			in, err := parseTree(c.DomainXML)
+			if err != nil {
+				return failed(fmt.Errorf("the domain sent: %w", err))
+			}
+			got, err := parseTree(out)
+			if err != nil {
+				return failed(fmt.Errorf("the response does not parse as XML: %w", err))
+			}
+			if problems := lostParts(in, got); len(problems) > 0 {
+				return failed(errors.New(strings.Join(problems, "; ")))
+			}
+			return passed("type, name, uuid and every kind of element of <domain> and <devices> kept")
+		},
+	}
+}
+
+// lostParts compares the domain sent with the domain returned: the identity
+// (type attribute, name, uuid) must be equal, and every kind of element
+// found under <domain> and under <devices> must still be there. A sidecar
+// may change any element, add new ones or remove some of a kind; a kind
+// that disappears entirely is what a lossy parser or a template that
+// rebuilds the domain leaves.
+func lostParts(in, out *node) []string {
+	var problems []string
+	if out.name != "domain" {
+		return []string{fmt.Sprintf("the response's root element is <%s>, want <domain>", out.name)}
+	}
+	if a, b := in.attr("type"), out.attr("type"); a != b {
+		problems = append(problems, fmt.Sprintf("domain type changed from %q to %q", a, b))
+	}
+	for _, id := range []string{"name", "uuid"} {
+		if a, b := in.childText(id), out.childText(id); a != b {
+			problems = append(problems, fmt.Sprintf("<%s> changed from %q to %q", id, a, b))
+		}
+	}
+	missing := func(where string, a, b *node) {
+		if a == nil {
+			return
+		}
+		have := map[string]bool{}
+		if b != nil {
+			for _, ch := range b.children {
+				have[ch.name] = true
+			}
+		}
+		var lost []string
+		for _, ch := range a.children {
+			if !have[ch.name] {
+				lost = append(lost, "<"+ch.name+">")
+				have[ch.name] = true
+			}
+		}
+		if len(lost) > 0 {
+			sort.Strings(lost)
+			problems = append(problems, fmt.Sprintf("%s lost every %s it had", where, strings.Join(lost, ", ")))
+		}
+	}
+	missing("<domain>", in, out)
+	missing("<devices>", in.child("devices"), out.child("devices"))
+	return problems
+}
+
+func checkGuestDefinitionRepeatable(c LauncherContract) Check {
+	return Check{
+		Name: "GuestDefinition/Repeatable",
+		Rule: "GuestDefinition may be called more than once during one boot: called again on the same generated domain it returns the same domain",
+		run: func(ctx context.Context, conn grpc.ClientConnInterface) outcome {
+			var outs [3]string
+			for i := range outs {
+				out, err := guestDefinition(ctx, conn, c, c.DomainXML, sdk.InvocationBoot)
+				if err != nil {
+					return failed(fmt.Errorf("call %d: %w", i+1, err))
+				}
+				if outs[i], err = canonicalDomain(out); err != nil {
+					return failed(fmt.Errorf("call %d: %w", i+1, err))
+				}
+				if i > 0 && outs[i] != outs[0] {
+					return failed(fmt.Errorf("call %d on the same domain returned a different domain than call 1:\n%s", i+1, lineDiff(outs[0], outs[i])))
+				}
+			}
+			return passed("three calls on the same domain returned the same domain")
+		},
+	}
+}
+
+func checkGuestDefinitionIdempotent(c LauncherContract) Check {
+	return Check{
+		Name: "GuestDefinition/Idempotent",
+		Rule: "GuestDefinition is idempotent: called on its own output it changes nothing more",
+		run: func(ctx context.Context, conn grpc.ClientConnInterface) outcome {
+			first, err := guestDefinition(ctx, conn, c, c.DomainXML, sdk.InvocationBoot)
+			if err != nil {
+				return failed(err)
+			}
+			second, err := guestDefinition(ctx, conn, c, first, sdk.InvocationBoot)
+			if err != nil {
+				return failed(fmt.Errorf("on its own output: %w", err))
+			}
+			a, err := canonicalDomain(first)
+			if err != nil {
+				return failed(fmt.Errorf("first response: %w", err))
+			}
+			b, err := canonicalDomain(second)
+			if err != nil {
+				return failed(fmt.Errorf("second response: %w", err))
+			}
+			if a != b {
+				return failed(fmt.Errorf("called on its own output it changed the domain again:\n%s", lineDiff(a, b)))
+			}
+			return passed("its own output came back unchanged")
+		},
+	}
+}
+
+// canonicalDomain re-encodes domain XML so that attribute quoting,
+// whitespace and element order of equal domains compare equal.
+func canonicalDomain(b []byte) (string, error) {
+	dom := &libvirtxml.Domain{}
+	if err := dom.Unmarshal(string(b)); err != nil {
+		return "", fmt.Errorf("parse domain: %w", err)
+	}
+	return dom.Marshal()
+}
+
+// lineDiff lists the lines of a that b lacks ("- ") and the lines of b
+// that a lacks ("+ "), at most 20.
+func lineDiff(a, b string) string {
+	only := func(x, y, sign string) []string {
+		remaining := map[string]int{}
+		for _, l := range strings.Split(y, "\n") {
+			remaining[strings.TrimSpace(l)]++
+		}
+		var out []string
+		for _, l := range strings.Split(x, "\n") {
+			t := strings.TrimSpace(l)
+			if remaining[t] > 0 {
+				remaining[t]--
+				continue
+			}
+			out = append(out, sign+t)
+		}
+		return out
+	}
+	out := append(only(a, b, "- "), only(b, a, "+ ")...)
+	if len(out) > 20 {
+		out = append(out[:20], fmt.Sprintf("... %d more lines", len(out)-20))
+	}
+	return strings.Join(out, "\n")
+}
+
+func head(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+// node is an XML element with its attributes, text and children, enough to
+// compare two domains without a schema.
+type node struct {
+	name     string
+	attrs    []xml.Attr
+	text     string
+	children []*node
+}
+
+func (n *node) attr(name string) string {
+	for _, a := range n.attrs {
+		if a.Name.Local == name {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func (n *node) child(name string) *node {
+	for _, c := range n.children {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (n *node) childText(name string) string {
+	if c := n.child(name); c != nil {
+		return strings.TrimSpace(c.text)
+	}
+	return ""
+}
+
+func parseTree(b []byte) (*node, error) {
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	var stack []*node
+	var root *node
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			n := &node{name: t.Name.Local, attrs: t.Attr}
+			if len(stack) > 0 {
+				parent := stack[len(stack)-1]
+				parent.children = append(parent.children, n)
+			} else if root == nil {
+				root = n
+			}
+			stack = append(stack, n)
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			if len(stack) > 0 {
+				stack[len(stack)-1].text += string(t)
+			}
+		}
+	}
+	if root == nil {
+		return nil, errors.New("no root element")
+	}
+	return root, nil
+}
