@@ -22,7 +22,7 @@ func call(ctx context.Context, conn grpc.ClientConnInterface, hook string, c Lau
 	cl := hooksv1alpha1.NewLauncherHookServiceClient(conn)
 	switch hook {
 	case sdk.HookGuestDefinition:
-		return cl.GuestDefinition(ctx, guestDefinitionRequest(c, c.DomainXML, sdk.InvocationBoot))
+		return callGuestDefinition(ctx, conn, c, c.DomainXML, sdk.InvocationBoot)
 	case sdk.HookPreBoot:
 		return cl.PreBoot(ctx, &hooksv1alpha1.PreBootRequest{Vmi: c.VMI, Artifacts: artifacts})
 	case sdk.HookPreMigrationSource:

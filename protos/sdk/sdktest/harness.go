@@ -108,6 +108,10 @@ type LauncherContract struct {
 	// Grace is how much longer than an undisturbed call the call after a
 	// call that hit its deadline may take. Default: 1s.
 	Grace time.Duration
+
+	// first records the sidecar's first answer to the contract's domain,
+	// shared by the checks of one LauncherChecks list.
+	first *firstAnswer
 }
 
 // DefaultMigrationFlags are the flags PreMigrationSource is sent by
@@ -155,6 +159,7 @@ func (c LauncherContract) withDefaults() LauncherContract {
 // contract's permitted hook points, in the order they should run.
 func LauncherChecks(c LauncherContract) []Check {
 	c = c.withDefaults()
+	c.first = &firstAnswer{}
 	checks := []Check{checkPermittedImplemented(c), checkOnlyPermitted(c)}
 	if slices.Contains(c.Permitted, sdk.HookGuestDefinition) {
 		checks = append(checks,

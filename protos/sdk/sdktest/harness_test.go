@@ -184,6 +184,20 @@ func TestGuestDefinitionRepeatableFailsSidecarChangingOnlyOnFirstCall(t *testing
 	wantStatus(t, runCheck(t, sdktest.StartLauncher(t, "demo", &firstCallOnly{}), "GuestDefinition/Idempotent", contract(t, sdk.HookGuestDefinition)), sdktest.Pass)
 }
 
+// In a full run the sidecar's first call is made by an earlier check; the
+// later calls of Repeatable are compared with it.
+func TestGuestDefinitionRepeatableComparesWithTheFirstCallOfTheRun(t *testing.T) {
+	socket := sdktest.StartLauncher(t, "demo", &firstCallOnly{})
+	results := sdktest.RunChecks(context.Background(), dial(t, socket), sdktest.LauncherChecks(contract(t, sdk.HookGuestDefinition)))
+	for _, r := range results {
+		if r.Check == "GuestDefinition/Repeatable" {
+			wantStatus(t, r, sdktest.Fail, "call 2 on the same domain returned a different domain", "- <title>tuned</title>")
+			return
+		}
+	}
+	t.Fatal("no GuestDefinition/Repeatable result")
+}
+
 type appendingWatchdog struct{}
 
 func (appendingWatchdog) GuestDefinition(_ context.Context, r *sdk.GuestDefinitionRequest) (*libvirtxml.Domain, error) {
