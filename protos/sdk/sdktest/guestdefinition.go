@@ -117,14 +117,21 @@ func checkGuestDefinitionKeepsDomain(c LauncherContract) Check {
 			if err != nil {
 				return failed(fmt.Errorf("the domain sent: %w", err))
 			}
-			got, err := parseTree(out)
+			// Compared as the launcher hands it on: through libvirtxml, which
+			// keeps <metadata> children as raw XML. A namespace declared
+			// anywhere but on the element itself is lost there.
+			canon, err := canonicalDomain(out)
 			if err != nil {
-				return failed(fmt.Errorf("the response does not parse as XML: %w", err))
+				return failed(fmt.Errorf("the response does not parse as a domain: %w", err))
+			}
+			got, err := parseTree([]byte(canon))
+			if err != nil {
+				return failed(fmt.Errorf("the response, re-encoded, does not parse as XML: %w", err))
 			}
 			if problems := lostParts(in, got); len(problems) > 0 {
 				return failed(errors.New(strings.Join(problems, "; ")))
 			}
-			return passed("type, name, uuid and every kind of element of <domain> and <devices> kept")
+			return passed("type, name, uuid, every kind of element of <domain> and <devices> and the namespaced <metadata> kept")
 		},
 	}
 }
@@ -172,6 +179,13 @@ func lostParts(in, out *node) []string {
 	}
 	missing("<domain>", in, out)
 	missing("<devices>", in.child("devices"), out.child("devices"))
+	if a, b := in.child("metadata"), out.child("metadata"); a != nil && b != nil {
+		for _, ch := range a.children {
+			if !b.hasChild(ch.space, ch.name) {
+				problems = append(problems, fmt.Sprintf("<metadata> lost <%s xmlns=%q> (the response has %s)", ch.name, ch.space, b.childNames()))
+			}
+		}
+	}
 	return problems
 }
 
@@ -283,6 +297,7 @@ func head(b []byte) string {
 // node is an XML element with its attributes, text and children, enough to
 // compare two domains without a schema.
 type node struct {
+	space    string
 	name     string
 	attrs    []xml.Attr
 	text     string
@@ -307,6 +322,24 @@ func (n *node) child(name string) *node {
 	return nil
 }
 
+func (n *node) hasChild(space, name string) bool {
+	for _, c := range n.children {
+		if c.space == space && c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// childNames lists the children as <name xmlns="space">.
+func (n *node) childNames() string {
+	var out []string
+	for _, c := range n.children {
+		out = append(out, fmt.Sprintf("<%s xmlns=%q>", c.name, c.space))
+	}
+	return strings.Join(out, ", ")
+}
+
 func (n *node) childText(name string) string {
 	if c := n.child(name); c != nil {
 		return strings.TrimSpace(c.text)
@@ -328,7 +361,7 @@ func parseTree(b []byte) (*node, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			n := &node{name: t.Name.Local, attrs: t.Attr}
+			n := &node{space: t.Name.Space, name: t.Name.Local, attrs: t.Attr}
 			if len(stack) > 0 {
 				parent := stack[len(stack)-1]
 				parent.children = append(parent.children, n)

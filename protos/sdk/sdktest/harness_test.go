@@ -264,6 +264,15 @@ func TestGuestDefinitionKeepsDomainFailsSidecarLosingParts(t *testing.T) {
 			[]string{"<domain> lost every", "<metadata>", "<devices> lost every", "<disk>", "<interface>"},
 		},
 		{
+			// What Python's ElementTree writes: the namespace declared on
+			// the root, which libvirtxml's raw <metadata> does not carry.
+			"MovesTheMetadataNamespaceToTheRoot",
+			strings.NewReplacer(`<domain type="kvm">`, `<domain xmlns:kubevirt="http://kubevirt.io" type="kvm">`,
+				`<kubevirt xmlns="http://kubevirt.io">`, `<kubevirt:kubevirt>`, `</kubevirt>`, `</kubevirt:kubevirt>`,
+				`<uid></uid>`, `<kubevirt:uid></kubevirt:uid>`).Replace(sdktest.KubeVirtDomainXML),
+			[]string{`<metadata> lost <kubevirt xmlns="http://kubevirt.io">`},
+		},
+		{
 			"RenamesTheDomain",
 			strings.Replace(sdktest.KubeVirtDomainXML, "<name>mynamespace_testvmi</name>", "<name>other</name>", 1),
 			[]string{`<name> changed from "mynamespace_testvmi" to "other"`},
