@@ -186,8 +186,28 @@ func isSocket(path string) error {
 // hookKind decides whether the socket serves the Plugin's launcher hooks
 // (a sidecar) or its node hooks.
 func hookKind(p *pluginv1alpha1.Plugin, flagValue, socket string) (string, error) {
-	hasSidecar := len(launcherHookPoints(p, socket)) > 0
-	hasNode := len(p.Spec.NodeHooks) > 0
+	sidecars := 0
+	for _, h := range p.Spec.LauncherHooks {
+		if h.Sidecar != nil {
+			sidecars++
+		}
+	}
+	hasSidecar, hasNode := sidecars > 0, len(p.Spec.NodeHooks) > 0
+	kind, err := pickKind(p, flagValue, hasSidecar, hasNode)
+	if err != nil {
+		return "", err
+	}
+	// A Plugin with several servers of the kind: the socket must name one.
+	switch {
+	case kind == "launcher" && launcherHookPoints(p, socket) == nil:
+		return "", fmt.Errorf("plugin %s: none of its %d sidecars has a socketPath ending like %s", p.Name, sidecars, socket)
+	case kind == "node" && nodeHookPoints(p, socket) == nil:
+		return "", fmt.Errorf("plugin %s: none of its %d node hook servers has a socket ending like %s", p.Name, len(p.Spec.NodeHooks), socket)
+	}
+	return kind, nil
+}
+
+func pickKind(p *pluginv1alpha1.Plugin, flagValue string, hasSidecar, hasNode bool) (string, error) {
 	switch {
 	case flagValue == "launcher" && !hasSidecar:
 		return "", fmt.Errorf("plugin %s: has no sidecar launcher hook", p.Name)
@@ -214,7 +234,7 @@ func sameSocket(pluginPath, socket string) bool {
 }
 
 // launcherHookPoints returns the permitted hooks of the Plugin's sidecar at
-// socket, or of its only sidecar.
+// socket, or of its only sidecar; nil when no sidecar is the one.
 func launcherHookPoints(p *pluginv1alpha1.Plugin, socket string) []pluginv1alpha1.LauncherHookPoint {
 	var sidecars []*pluginv1alpha1.SidecarHook
 	for _, h := range p.Spec.LauncherHooks {
@@ -234,7 +254,7 @@ func launcherHookPoints(p *pluginv1alpha1.Plugin, socket string) []pluginv1alpha
 }
 
 // nodeHookPoints returns the permitted hooks of the Plugin's node hook
-// server at socket, or of its only one.
+// server at socket, or of its only one; nil when no server is the one.
 func nodeHookPoints(p *pluginv1alpha1.Plugin, socket string) []pluginv1alpha1.NodeHookPoint {
 	for _, h := range p.Spec.NodeHooks {
 		if sameSocket(h.Socket, socket) {

@@ -285,3 +285,22 @@ func TestConformanceChangesNoFileOutsideItsTemporaryDirectory(t *testing.T) {
 		t.Errorf("%s left behind in the temporary directory", e.Name())
 	}
 }
+
+func TestConformanceNeedsTheSocketToNameOneOfSeveralServers(t *testing.T) {
+	plugin := writeFile(t, "two.yaml", `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: two
+spec:
+  nodeHooks:
+  - socket: /var/run/kubevirt/plugins/a.sock
+    permittedHooks: [PreVMStart]
+  - socket: /var/run/kubevirt/plugins/b.sock
+    permittedHooks: [OnVMStop]
+`)
+	socket := nodeServerSocket(t, &nodeServer{})
+	code, stdout, stderr := kvpctl(t, "conformance", "--plugin", plugin, "--socket", socket)
+	if code != exitError || !strings.Contains(stderr, "none of its 2 node hook servers has a socket ending like") {
+		t.Errorf("exit %d, want 1 naming the ambiguity\n%s%s", code, stdout, stderr)
+	}
+}
