@@ -82,12 +82,20 @@ def set_on_crash(domain_xml, action):
     return root.toxml().encode()
 
 
-def wanted_action(vmi_json):
-    """The action the VMI asks for, or None to change nothing."""
+def decode_vmi(vmi_json):
     try:
-        vmi = json.loads(vmi_json or b"{}")
+        return json.loads(vmi_json or b"{}")
     except ValueError as err:
         raise InvalidInput("VMI is not JSON: %s" % err) from err
+
+
+def vmi_name(vmi):
+    meta = vmi.get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace", ""), meta.get("name", ""))
+
+
+def wanted_action(vmi):
+    """The action the VMI asks for, or None to change nothing."""
     annotations = (vmi.get("metadata") or {}).get("annotations") or {}
     action = annotations.get(ANNOTATION)
     if action is None:
@@ -106,13 +114,16 @@ class Sidecar(api_pb2_grpc.LauncherHookServiceServicer):
         if invocation == "MigrationTarget":
             # The target runs the domain migrated from the source.
             return api_pb2.GuestDefinitionResponse(domain_xml=request.domain_xml)
+        where = "plugin %s: GuestDefinition" % self.plugin
         try:
-            action = wanted_action(request.vmi)
+            vmi = decode_vmi(request.vmi)
+            where += " for VMI " + vmi_name(vmi)
+            action = wanted_action(vmi)
             if action is None:
                 return api_pb2.GuestDefinitionResponse(domain_xml=request.domain_xml)
             out = set_on_crash(request.domain_xml, action)
         except InvalidInput as err:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "plugin %s: GuestDefinition: %s" % (self.plugin, err))
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "%s: %s" % (where, err))
         # A caller that gave up does not get an answer; nothing was written.
         if not context.is_active():
             context.abort(grpc.StatusCode.CANCELLED, "plugin %s: caller went away" % self.plugin)

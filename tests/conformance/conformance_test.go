@@ -346,3 +346,27 @@ func TestBrokenPythonSidecarFailsConformance(t *testing.T) {
 		t.Fatalf("exit %d, want 1 failing GuestDefinition/BothInvocationContexts\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 }
+
+// A crash action the sample does not know fails the call with
+// InvalidArgument naming the VMI, the annotation and the value.
+func TestPythonSampleRefusesUnknownCrashAction(t *testing.T) {
+	root := socketRoot(t)
+	socket := filepath.Join(root, pythonSample, "hook.sock")
+	start(t, socket, nil, "/usr/bin/python3", samplePath(t, pythonSample, "sidecar.py"), "--socket-root", root)
+	domainFile, err := repo.Path("protos", "sdk", "sdktest", "testdata", "domain_x86_64.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(vmi(pythonSample, "", ""), "coredump-restart", "explode", 1)
+	cmd := exec.Command(kvpctl.Path(t), "guest-definition", "--plugins", samplePath(t, pythonSample, "plugin.yaml"),
+		"--vmi", writeFile(t, t.TempDir(), "vmi.yaml", bad), "--domain", domainFile, "--socket-root", root)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("kvpctl guest-definition succeeded with an unknown crash action:\n%s", out)
+	}
+	for _, want := range []string{"InvalidArgument", "VMI ns1/vm1", "crash.example.com/on-crash", "'explode'"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("error does not mention %s:\n%s", want, out)
+		}
+	}
+}
