@@ -19,3 +19,12 @@ command -v protoc >/dev/null || apt_install protobuf-compiler
   --go_out=. --go_opt=paths=source_relative \
   --go-grpc_out=. --go-grpc_opt=paths=source_relative \
   hooks/v1alpha1/api.proto)
+
+log "Python stubs for sample-sidecars/python-guestdefinition"
+command -v grpc_python_plugin >/dev/null || apt_install protobuf-compiler-grpc
+py_out="${ROOT}/sample-sidecars/python-guestdefinition"
+rm -rf "${py_out}/hooks"
+(cd "${ROOT}/protos" && protoc -I . \
+  --python_out="${py_out}" \
+  --grpc_out="${py_out}" --plugin=protoc-gen-grpc="$(command -v grpc_python_plugin)" \
+  hooks/v1alpha1/api.proto)

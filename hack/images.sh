@@ -9,7 +9,9 @@
 #   hack/images.sh --list          print the component names
 #
 # Every image is tagged kubevirt-plugins/<name>:dev and kvp-<name>:latest
-# (the name the sample manifests and injection policies reference). An
+# (the name the sample manifests and injection policies reference). Python
+# samples (sample-sidecars/<name>/sidecar.py) are built by
+# hack/build-python-image.sh on a debootstrapped python3-grpcio base. An
 # image whose inputs (binary and Dockerfile) did not change is not rebuilt:
 # the image carries their hash as a label.
 set -euo pipefail
@@ -37,8 +39,18 @@ components() {
   done
 }
 
+# python_samples prints the names of the Python samples.
+python_samples() {
+  local f
+  for f in sample-sidecars/*/sidecar.py; do
+    [ -f "$f" ] && basename "$(dirname "$f")"
+  done
+  return 0
+}
+
 if [ "${1:-}" = "--list" ]; then
   components | awk '{print $1}'
+  python_samples
   exit 0
 fi
 
@@ -53,7 +65,7 @@ selected() {
   return 1
 }
 for w in "${wanted[@]}"; do
-  components | awk '{print $1}' | grep -qx -- "$w" || die "unknown component ${w}; known: $(components | awk '{print $1}' | tr '\n' ' ')"
+  { components | awk '{print $1}'; python_samples; } | grep -qx -- "$w" || die "unknown component ${w}; known: $({ components | awk '{print $1}'; python_samples; } | tr '\n' ' ')"
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvp-images.XXXXXX")
@@ -97,6 +109,14 @@ EOF
   size=$(docker image inspect --format '{{.Size}}' "$primary" | awk '{printf "%.1fMB", $1/1000000}')
   rows+=("${name}|${primary}|${alias}|${id}|${size}|${status}")
 done < <(components)
+while read -r name; do
+  selected "$name" || continue
+  log "building ${name} (Python)"
+  primary=$("${ROOT}/hack/build-python-image.sh" "$name")
+  id=$(docker image inspect --format '{{.Id}}' "$primary" | sed 's/^sha256://' | cut -c1-12)
+  size=$(docker image inspect --format '{{.Size}}' "$primary" | awk '{printf "%.1fMB", $1/1000000}')
+  rows+=("${name}|${primary}|kvp-${name}:latest|${id}|${size}|ready")
+done < <(python_samples)
 
 printf '%-20s %-42s %-30s %-13s %-8s %s\n' COMPONENT IMAGE ALSO-TAGGED ID SIZE STATUS
 for r in "${rows[@]}"; do

@@ -9,6 +9,9 @@ source "$(dirname "$0")/lib.sh"
 # make generate; debootstrap: the libvirtd image; genisoimage: cloud-init
 # ISOs in tests; git: releases and verify.
 apt_install libvirt-dev pkg-config protobuf-compiler debootstrap genisoimage git gcc libc6-dev
+# The Python sample sidecar (sample-sidecars/python-guestdefinition): its
+# stubs (make generate) and its run in make test, on Debian's /usr/bin/python3.
+apt_install python3-grpcio python3-protobuf protobuf-compiler-grpc
 "${ROOT}/hack/setup-docker.sh"
 "${ROOT}/hack/setup-k8s.sh"
 "${ROOT}/hack/setup-tools.sh"

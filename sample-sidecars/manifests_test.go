@@ -24,6 +24,12 @@ import (
 // samples lists every sample directory; a new one must be added here.
 var samples = []string{"smbios-watchdog", "cloudinit-network", "migration-tuner", "node-hook-recorder", "template"}
 
+// nonGoSamples are samples in another language: their manifests are
+// checked like the others', their program is not a Go binary.
+var nonGoSamples = []string{"python-guestdefinition"}
+
+func allSamples() []string { return append(slices.Clone(samples), nonGoSamples...) }
+
 func TestEverySampleDirectoryIsListed(t *testing.T) {
 	dockerfiles, err := filepath.Glob("*/Dockerfile")
 	if err != nil {
@@ -65,7 +71,7 @@ func loadPlugin(t *testing.T, dir string) *pluginv1alpha1.Plugin {
 }
 
 func TestPluginManifestsAreValid(t *testing.T) {
-	for _, dir := range samples {
+	for _, dir := range allSamples() {
 		t.Run(dir, func(t *testing.T) {
 			p := loadPlugin(t, dir)
 			if p.Name != dir {
@@ -84,7 +90,7 @@ func TestPluginManifestsAreValid(t *testing.T) {
 }
 
 func TestInjectionPoliciesMountOnlyThePluginDirectory(t *testing.T) {
-	for _, dir := range samples {
+	for _, dir := range allSamples() {
 		p := loadPlugin(t, dir)
 		if len(p.Spec.LauncherHooks) == 0 {
 			continue
@@ -159,7 +165,7 @@ func TestInjectionPoliciesMountOnlyThePluginDirectory(t *testing.T) {
 }
 
 func TestNodeHookDaemonSetServesThePluginSocket(t *testing.T) {
-	for _, dir := range samples {
+	for _, dir := range allSamples() {
 		p := loadPlugin(t, dir)
 		if len(p.Spec.NodeHooks) == 0 {
 			continue
@@ -195,7 +201,7 @@ func TestNodeHookDaemonSetServesThePluginSocket(t *testing.T) {
 }
 
 func TestKustomizationsListTheManifests(t *testing.T) {
-	for _, dir := range samples {
+	for _, dir := range allSamples() {
 		t.Run(dir, func(t *testing.T) {
 			var k struct {
 				Resources []string `json:"resources"`
@@ -269,7 +275,7 @@ func TestPluginConditionsSelectOptedInVMIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range samples {
+	for _, dir := range allSamples() {
 		p := loadPlugin(t, dir)
 		if p.Spec.Condition == "" {
 			continue

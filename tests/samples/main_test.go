@@ -60,7 +60,7 @@ const activationTimeout = 60 * time.Second
 // wantSamples are the sidecar samples known to ship an injection policy;
 // the tests fail when one of them is not found, so that a renamed or
 // dropped policy cannot make them pass vacuously.
-var wantSamples = []string{"cloudinit-network", "migration-tuner", "smbios-watchdog", "template"}
+var wantSamples = []string{"cloudinit-network", "migration-tuner", "python-guestdefinition", "smbios-watchdog", "template"}
 
 // sample is one sidecar sample with an injection policy.
 type sample struct {

@@ -47,6 +47,10 @@ func commands() map[string]command {
 			synopsis: "pre-migration-source --plugins PATH --vmi FILE --flags N [--params FILE] [--socket-wait D] [--socket-root DIR]",
 			run:      runPreMigrationSource,
 		},
+		"conformance": {
+			synopsis: conformanceSynopsis,
+			run:      runConformance,
+		},
 		"condition": {
 			synopsis: "condition --expression EXPR --vmi FILE  evaluate a Plugin condition",
 			run:      runCondition,

@@ -1,17 +1,30 @@
 // Package sdktest checks a hook server against the contract of
-// protos/hooks/v1alpha1 over its real Unix socket, from a plugin's own
-// `go test`.
+// protos/hooks/v1alpha1 over its real Unix socket: from a plugin's own `go
+// test`, or from `kvpctl conformance` against a server written in any
+// language.
 //
-// StartLauncher and StartNode serve a handler through the SDK in a
-// temporary directory for the duration of a test. RunLauncherContract runs
-// every check that applies to a sidecar as subtests:
+// Every check is a rule of the user guide and fails a server that breaks
+// it, saying which rule and what was seen (the package's tests hold, per
+// check, a sidecar that breaks exactly that rule):
 //
-//   - only the permitted RPCs are implemented; the others answer
-//     codes.Unimplemented;
-//   - GuestDefinition returns a domain that parses, and is idempotent: called
-//     again on its own output it returns the same domain;
-//   - the request context is honoured: a call whose deadline has passed ends
-//     with DeadlineExceeded or Canceled, and the server keeps answering.
+//   - RPCs: every permitted hook point is implemented (implementing one that
+//     is not permitted is only a warning);
+//   - GuestDefinition: answers both invocation contexts (Boot and
+//     MigrationTarget); returns a domain that parses; keeps the identity and
+//     every kind of element of a real KubeVirt domain (KubeVirtDomainXML);
+//     returns the same domain when called again on the same generated
+//     domain (repeatable) and when called on its own output (idempotent);
+//   - PreBoot: nothing changes in the boot artifacts after a call returned,
+//     nor after a call ended at a short deadline that did reach the handler;
+//     files are replaced by rename, never rewritten in place; a second call
+//     leaves the artifacts as the first did. The artifacts are copies in a
+//     temporary directory the checks create and remove;
+//   - PreMigrationSource: no flag bit both set and cleared, only parameters
+//     the contract defines and each of its type; called on its own result it
+//     changes nothing more;
+//   - every hook point, node hooks included: a handler stops when its caller
+//     gives up (the call after one that ended at its deadline is not held
+//     up); node hooks answer a repeated event as they answered the first.
 //
 // In a plugin's own tests:
 //
@@ -23,7 +36,6 @@
 //		})
 //	}
 //
-// The Check* functions run one check each and return an error, for use
-// outside testing.T or against a sidecar started some other way (a
-// container with a bind-mounted socket directory, for example).
+// LauncherChecks, NodeChecks and RunChecks return the results instead, for
+// use outside testing.T (kvpctl conformance prints them).
 package sdktest

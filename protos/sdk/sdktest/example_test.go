@@ -36,3 +36,31 @@ func Example() {
 	fmt.Println("contract passed:", ok)
 	// Output: contract passed: true
 }
+
+// Outside testing.T, as kvpctl conformance does: run the checks against a
+// hook server's socket and look at each result.
+func ExampleRunChecks() {
+	test := func(t *testing.T) {
+		socket := sdktest.StartLauncher(t, "cpu-model", cpuModel{})
+		conn, err := sdktest.Dial(socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		checks := sdktest.LauncherChecks(sdktest.LauncherContract{Permitted: []string{sdk.HookGuestDefinition}})
+		for _, r := range sdktest.RunChecks(context.Background(), conn, checks) {
+			fmt.Println(r.Status, r.Check)
+		}
+	}
+	testing.RunTests(func(string, string) (bool, error) { return true, nil },
+		[]testing.InternalTest{{Name: "TestCPUModelChecks", F: test}})
+	// Output:
+	// PASS RPCs/PermittedImplemented
+	// PASS RPCs/OnlyPermitted
+	// PASS GuestDefinition/BothInvocationContexts
+	// PASS GuestDefinition/ReturnsDomain
+	// PASS GuestDefinition/KeepsDomain
+	// PASS GuestDefinition/Repeatable
+	// PASS GuestDefinition/Idempotent
+	// PASS GuestDefinition/ContextHonoured
+}

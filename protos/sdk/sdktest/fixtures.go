@@ -1,6 +1,7 @@
 package sdktest
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 )
@@ -30,6 +31,15 @@ const MinimalDomainXML = `<domain type="kvm">
     </serial>
   </devices>
 </domain>`
+
+// KubeVirtDomainXML is a domain as KubeVirt's converter generates it
+// (disks, cloud-init, interfaces, channels, graphics, memballoon, KubeVirt
+// metadata), the default input of the GuestDefinition checks: a sidecar
+// must keep what it does not mean to change in a real domain, not only in
+// a minimal one.
+//
+//go:embed testdata/domain_x86_64.xml
+var KubeVirtDomainXML string
 
 // VMIJSON returns the JSON of a minimal VirtualMachineInstance with the
 // given namespace, name, labels and annotations (either may be nil).

@@ -1,0 +1,103 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+
+	"github.com/kubevirt-plugins/framework/tests/framework/docker"
+	"github.com/kubevirt-plugins/framework/tests/framework/repo"
+)
+
+// The Python sample's image, built as `make images` builds it (a
+// debootstrapped python3-grpcio base, cached by Docker), serves the
+// contract from a container as the launcher Pod's sidecar would: as UID
+// 107, on a socket in a bind-mounted directory.
+func TestPythonSampleImagePassesConformance(t *testing.T) {
+	script, err := repo.Path("hack", "build-python-image.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", script, pythonSample).Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("%s: %v\n%s", script, err, exit.Stderr)
+		}
+		t.Fatalf("%s: %v", script, err)
+	}
+	image := strings.TrimSpace(string(out))
+
+	root := socketRoot(t)
+	// The sidecar runs as UID 107 and creates its directory below the root.
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	docker.NoReaper()
+	ctx := context.Background()
+	ctr, err := testcontainers.Run(ctx, image,
+		testcontainers.WithLogger(tclog.TestLogger(t)),
+		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.Binds = append(hc.Binds, root+":/var/run/kubevirt-plugin")
+		}))
+	if err != nil {
+		if ctr != nil {
+			_ = ctr.Terminate(context.Background())
+		}
+		t.Fatalf("run %s: %v", image, err)
+	}
+	socket := filepath.Join(root, pythonSample, "hook.sock")
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = ctr.Terminate(context.Background())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if fi, err := os.Stat(socket); err == nil && fi.Mode().Type() == os.ModeSocket {
+			break
+		}
+		if time.Now().After(deadline) {
+			var logs []byte
+			if r, err := ctr.Logs(ctx); err == nil {
+				logs, _ = io.ReadAll(r)
+			}
+			t.Fatalf("no socket %s after 30s; container logs:\n%s", socket, logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	vmiFile := writeFile(t, t.TempDir(), "vmi.yaml", vmi(pythonSample, "", ""))
+	code, stdout, stderr := conformance(t, "--plugin", samplePath(t, pythonSample, "plugin.yaml"), "--socket", socket, "--vmi", vmiFile)
+	wantAllPassed(t, code, stdout, stderr, 8)
+
+	// SIGTERM (docker stop) ends it gracefully, and the socket goes away.
+	timeout := 10 * time.Second
+	if err := ctr.Stop(ctx, &timeout); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	state, err := ctr.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.ExitCode != 0 {
+		t.Errorf("the sidecar exited %d after SIGTERM, want 0", state.ExitCode)
+	}
+	if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sidecar left its socket %s behind", socket)
+	}
+	stopped = true
+	if err := ctr.Terminate(context.Background()); err != nil {
+		t.Errorf("terminate: %v", err)
+	}
+}
