@@ -103,9 +103,9 @@ func TestMergeExplicitZeroValueOverwrites(t *testing.T) {
 // field as a whole.
 func TestMergeNonLiteralFieldReplacesWholesale(t *testing.T) {
 	e := newEnv(t, Options{})
-	before, after := apply(t, e, `Domain{OS: DomainOS{BootDevices: domainSpec.OS.BootDevices + [DomainBootDevice{Dev: "cdrom"}]}, Title: domainSpec.Name}`)
+	before, after := apply(t, e, `Domain{Features: DomainFeatureList{PAE: domainSpec.Features.ACPI}, Title: domainSpec.Name}`)
 	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
-		d.OS.BootDevices = append(d.OS.BootDevices, libvirtxml.DomainBootDevice{Dev: "cdrom"})
+		d.Features.PAE = &libvirtxml.DomainFeature{}
 		d.Title = d.Name
 	})
 	// Copying an element the domain does not have leaves it absent rather
