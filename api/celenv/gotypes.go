@@ -65,6 +65,11 @@ type goTypes struct {
 	// value read from an absent element (written back as nil) from an empty
 	// element that is present (<acpi/>). Nothing ever writes through it.
 	absent map[reflect.Type]reflect.Value
+	// objectTypes holds the CEL type of every registered struct type.
+	objectTypes map[reflect.Type]*types.Type
+	// fields holds the exported fields of every registered struct type by
+	// name, for NewValue.
+	fields map[reflect.Type]map[string]reflect.StructField
 }
 
 // nativeGoTypes registers the struct types reachable from roots with cel-go's
@@ -82,10 +87,12 @@ func nativeGoTypes(out **goTypes, roots ...reflect.Type) cel.EnvOption {
 			return nil, err
 		}
 		g := &goTypes{
-			native:  env.CELTypeProvider(),
-			adapter: env.CELTypeAdapter(),
-			byName:  map[string][]reflect.Type{},
-			absent:  map[reflect.Type]reflect.Value{},
+			native:      env.CELTypeProvider(),
+			adapter:     env.CELTypeAdapter(),
+			byName:      map[string][]reflect.Type{},
+			absent:      map[reflect.Type]reflect.Value{},
+			objectTypes: map[reflect.Type]*types.Type{},
+			fields:      map[reflect.Type]map[string]reflect.StructField{},
 		}
 		seen := map[reflect.Type]bool{}
 		for _, r := range roots {
@@ -117,6 +124,16 @@ func (g *goTypes) register(t reflect.Type, seen map[reflect.Type]bool) {
 	seen[t] = true
 	if !isScalarStruct(t) {
 		g.absent[t] = newSentinel(t)
+		g.objectTypes[t] = types.NewObjectType(celTypeName(t))
+		byName := map[string]reflect.StructField{}
+		for _, f := range reflect.VisibleFields(t) {
+			if f.IsExported() {
+				if sf, ok := t.FieldByName(f.Name); ok {
+					byName[f.Name] = sf
+				}
+			}
+		}
+		g.fields[t] = byName
 	}
 	name := celTypeName(t)
 	g.byName[name] = append(g.byName[name], t)
@@ -224,10 +241,12 @@ func (g *goTypes) NewValue(typeName string, fields map[string]ref.Val) ref.Val {
 		return g.native.NewValue(typeName, fields)
 	}
 	ptr := reflect.New(t)
-	lit := &literal{ptr: ptr, fields: make([]literalField, 0, len(fields))}
+	lit := &literal{object: object{g: g, val: ptr.Interface(), rv: ptr, typ: g.objectTypes[t]}}
+	lit.fields = lit.buf[:0]
+	byName := g.fields[t]
 	for name, val := range fields {
-		sf, ok := t.FieldByName(name)
-		if !ok || !sf.IsExported() {
+		sf, ok := byName[name]
+		if !ok {
 			return types.NewErr("no such field %q in %s", name, typeName)
 		}
 		native, err := g.toNative(val, sf.Type)
@@ -237,7 +256,6 @@ func (g *goTypes) NewValue(typeName string, fields map[string]ref.Val) ref.Val {
 		writeField(ptr.Elem(), sf.Index).Set(native)
 		lit.fields = append(lit.fields, literalField{index: sf.Index, val: val})
 	}
-	lit.Val = g.adapter.NativeToValue(ptr.Interface())
 	return lit
 }
 
@@ -246,6 +264,9 @@ func (g *goTypes) NativeToValue(value any) ref.Val {
 	switch v := value.(type) {
 	case resource.Quantity, *resource.Quantity, metav1.Time, *metav1.Time, metav1.MicroTime, *metav1.MicroTime:
 		return g.adapter.NativeToValue(g.toCEL(reflect.ValueOf(v)))
+	}
+	if v, ok := g.newObjectValue(value); ok {
+		return v
 	}
 	return g.adapter.NativeToValue(value)
 }
@@ -370,6 +391,11 @@ func (g *goTypes) toCEL(v reflect.Value) any {
 		if needsConversion(t) {
 			return g.convertCollection(v).Interface()
 		}
+	case reflect.Struct:
+		// Read in place: a struct field of an input is not copied.
+		if v.CanAddr() {
+			return v.Addr().Interface()
+		}
 	}
 	return v.Interface()
 }
@@ -487,6 +513,21 @@ func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		}
 		return reflect.ValueOf(ts.Time).Convert(t), nil
 	}
+	// Structs and pointers to structs read from the inputs or built by
+	// literals convert without boxing a copy.
+	if rv, ok := structValue(val); ok {
+		switch {
+		case rv.Type() == t:
+			if rv.Kind() == reflect.Pointer {
+				if a, ok := g.absent[t.Elem()]; ok && rv.Pointer() == a.Pointer() {
+					return reflect.Zero(t), nil
+				}
+			}
+			return rv, nil
+		case rv.Kind() == reflect.Pointer && rv.Type().Elem() == t:
+			return rv.Elem(), nil
+		}
+	}
 	scalar := reflect.New(t).Elem()
 	switch t.Kind() {
 	// cel-go's own conversions take Go's int and uint for 32 bits wide:
@@ -497,6 +538,16 @@ func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 				return reflect.Value{}, fmt.Errorf("%d overflows %s", int64(i), t)
 			}
 			scalar.SetInt(int64(i))
+			return scalar, nil
+		}
+	case reflect.String:
+		if str, ok := val.(types.String); ok {
+			scalar.SetString(string(str))
+			return scalar, nil
+		}
+	case reflect.Bool:
+		if b, ok := val.(types.Bool); ok {
+			scalar.SetBool(bool(b))
 			return scalar, nil
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
@@ -526,6 +577,9 @@ func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 			return convertByValue(val, t)
 		}
 		// A list read unchanged from an input is its Go slice: share it.
+		if l, ok := val.(*inputList); ok && l.orig.Type() == t {
+			return l.orig, nil
+		}
 		if rv := reflect.ValueOf(val.Value()); rv.IsValid() && rv.Type() == t {
 			return rv, nil
 		}
@@ -565,6 +619,17 @@ func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		return out, nil
 	}
 	return convertByValue(val, t)
+}
+
+// structValue returns the Go value behind an object or a literal.
+func structValue(val ref.Val) (reflect.Value, bool) {
+	switch v := val.(type) {
+	case *object:
+		return v.rv, true
+	case *literal:
+		return v.rv, true
+	}
+	return reflect.Value{}, false
 }
 
 // convertByValue lets the CEL value convert itself, then converts a result of

@@ -9,16 +9,17 @@ import (
 )
 
 // literal is a struct built by a struct literal in the expression. It reads
-// like any other struct value (the embedded ref.Val wraps the Go struct as
+// like any other struct value (the embedded object is the Go struct as
 // built) and remembers which fields the literal initialised and with which
 // CEL values, so that the merge can tell, at run time and wherever the literal
 // went (a conditional, a list, a map() body), what the expression wrote.
 type literal struct {
-	ref.Val
-	// ptr points to the Go struct as built, every field converted to its Go
-	// type (absent reads already nil).
-	ptr    reflect.Value
+	// object is the Go struct as built, every field converted to its Go type
+	// (absent reads already nil); rv points to it.
+	object
 	fields []literalField
+	// buf holds the fields of small literals, saving an allocation.
+	buf [8]literalField
 }
 
 // literalField is one field a literal initialised.
@@ -28,12 +29,7 @@ type literalField struct {
 }
 
 // Equal implements ref.Val: a literal equals the struct it built.
-func (l *literal) Equal(other ref.Val) ref.Val {
-	if o, ok := other.(*literal); ok {
-		other = o.Val
-	}
-	return l.Val.Equal(other)
-}
+func (l *literal) Equal(other ref.Val) ref.Val { return l.object.Equal(other) }
 
 // mergeResult returns the domain that the evaluation result out makes of
 // domain, which it never modifies: a Domain literal is merged into a copy of
@@ -41,7 +37,7 @@ func (l *literal) Equal(other ref.Val) ref.Val {
 // the expression did not write with domain; only the structs on the paths
 // from the root to the written fields are new.
 func mergeResult(domain *libvirtxml.Domain, out ref.Val) (*libvirtxml.Domain, error) {
-	if lit, ok := out.(*literal); ok && lit.ptr.Type() == domainPtrType {
+	if lit, ok := out.(*literal); ok && lit.rv.Type() == domainPtrType {
 		next := new(libvirtxml.Domain)
 		*next = *domain
 		lit.mergeInto(reflect.ValueOf(next).Elem())
@@ -61,11 +57,11 @@ func mergeResult(domain *libvirtxml.Domain, out ref.Val) (*libvirtxml.Domain, er
 // it is a nil pointer); any other field takes the literal's value. Nothing
 // reachable from dst's old field values is written to.
 func (l *literal) mergeInto(dst reflect.Value) {
-	built := l.ptr.Elem()
+	built := l.rv.Elem()
 	for _, f := range l.fields {
 		d := writeField(dst, f.index)
 		if sub, ok := f.val.(*literal); ok {
-			st := sub.ptr.Type().Elem()
+			st := sub.rv.Type().Elem()
 			switch {
 			case d.Kind() == reflect.Pointer && d.Type().Elem() == st:
 				p := reflect.New(st)
