@@ -157,11 +157,15 @@ func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) s
 			Cost: cost,
 		}
 	}
-	program, err := env.Program(checked,
+	opts := []cel.ProgramOption{
 		cel.CostLimit(e.costLimit),
 		cel.InterruptCheckFrequency(interruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
-	)
+	}
+	if env == e.transforms {
+		opts = append(opts, cel.CustomDecorator(e.transformTypes.structConstructors(checked.NativeRep())))
+	}
+	program, err := env.Program(checked, opts...)
 	if err != nil {
 		// Planning fails on bad constant arguments (a malformed regular
 		// expression literal, for instance).

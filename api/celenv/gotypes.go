@@ -235,28 +235,49 @@ func (g *goTypes) FindStructFieldType(typeName, fieldName string) (*types.FieldT
 // NewValue implements types.Provider: it builds the Go struct itself so that
 // every field is converted by its Go type, and returns it as a *literal that
 // remembers which fields the literal initialised, for the merge.
+// GuestDefinition programs build their literals with structConstructor
+// instead, which comes to the same without the map of fields.
 func (g *goTypes) NewValue(typeName string, fields map[string]ref.Val) ref.Val {
 	t, ok := g.goType(typeName)
 	if !ok {
 		return g.native.NewValue(typeName, fields)
 	}
-	ptr := reflect.New(t)
-	lit := &literal{object: object{g: g, val: ptr.Interface(), rv: ptr, typ: g.objectTypes[t]}}
-	lit.fields = lit.buf[:0]
+	lit := g.newLiteral(t, g.objectTypes[t], len(fields))
 	byName := g.fields[t]
 	for name, val := range fields {
 		sf, ok := byName[name]
 		if !ok {
 			return types.NewErr("no such field %q in %s", name, typeName)
 		}
-		native, err := g.toNative(val, sf.Type)
-		if err != nil {
+		if err := lit.set(g, sf, val); err != nil {
 			return types.NewErr("field %s.%s: %v", typeName, name, err)
 		}
-		writeField(ptr.Elem(), sf.Index).Set(native)
-		lit.fields = append(lit.fields, literalField{index: sf.Index, val: val})
 	}
 	return lit
+}
+
+// newLiteral starts a literal of struct type t with room for n fields.
+func (g *goTypes) newLiteral(t reflect.Type, typ *types.Type, n int) *literal {
+	ptr := reflect.New(t)
+	lit := &literal{object: object{g: g, val: ptr.Interface(), rv: ptr, typ: typ}}
+	if n <= len(lit.buf) {
+		lit.fields = lit.buf[:0]
+	} else {
+		lit.fields = make([]literalField, 0, n)
+	}
+	return lit
+}
+
+// set converts val to the Go type of field sf, writes it into the literal's
+// struct and records the field as initialised.
+func (l *literal) set(g *goTypes, sf reflect.StructField, val ref.Val) error {
+	native, err := g.toNative(val, sf.Type)
+	if err != nil {
+		return err
+	}
+	writeField(l.rv.Elem(), sf.Index).Set(native)
+	l.fields = append(l.fields, literalField{index: sf.Index, val: val})
+	return nil
 }
 
 // NativeToValue implements types.Adapter.
@@ -528,12 +549,12 @@ func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 			return rv.Elem(), nil
 		}
 	}
-	scalar := reflect.New(t).Elem()
 	switch t.Kind() {
 	// cel-go's own conversions take Go's int and uint for 32 bits wide:
 	// libvirtxml's uint memory sizes in bytes would overflow.
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if i, ok := val.(types.Int); ok && t != durationType {
+			scalar := reflect.New(t).Elem()
 			if scalar.OverflowInt(int64(i)) {
 				return reflect.Value{}, fmt.Errorf("%d overflows %s", int64(i), t)
 			}
@@ -542,16 +563,19 @@ func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		}
 	case reflect.String:
 		if str, ok := val.(types.String); ok {
+			scalar := reflect.New(t).Elem()
 			scalar.SetString(string(str))
 			return scalar, nil
 		}
 	case reflect.Bool:
 		if b, ok := val.(types.Bool); ok {
+			scalar := reflect.New(t).Elem()
 			scalar.SetBool(bool(b))
 			return scalar, nil
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		if u, ok := val.(types.Uint); ok {
+			scalar := reflect.New(t).Elem()
 			if scalar.OverflowUint(uint64(u)) {
 				return reflect.Value{}, fmt.Errorf("%d overflows %s", uint64(u), t)
 			}

@@ -19,7 +19,7 @@ type literal struct {
 	object
 	fields []literalField
 	// buf holds the fields of small literals, saving an allocation.
-	buf [8]literalField
+	buf [4]literalField
 }
 
 // literalField is one field a literal initialised.
