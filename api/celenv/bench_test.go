@@ -2,7 +2,10 @@ package celenv
 
 import (
 	"context"
+	"fmt"
 	"testing"
+
+	"libvirt.org/go/libvirtxml"
 )
 
 func BenchmarkConditionEval(b *testing.B) {
@@ -81,4 +84,109 @@ func BenchmarkNew(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The GuestDefinition hooks of the speed comparison in docs/benchmarks.md:
+// the first is the one hook of the target (a CPU mode, a watchdog and SMBIOS
+// literal, every disk read back), the others its parts, and every disk
+// rebuilt one by one in a map() body.
+var hookBenchmarks = []struct{ name, expr string }{
+	{"one hook", `Domain{CPU: DomainCPU{Mode: "host-passthrough"},
+		Devices: DomainDeviceList{Watchdogs: [DomainWatchdog{Model: "i6300esb", Action: "reset"}], Disks: domainSpec.Devices.Disks},
+		SysInfo: [DomainSysInfo{SMBIOS: DomainSysInfoSMBIOS{System: DomainSysInfoSystem{Entry: [
+			DomainSysInfoEntry{Name: "manufacturer", Value: "Example"}, DomainSysInfoEntry{Name: "product", Value: "Plugin"}]}}}]}`},
+	{"cpu mode", `Domain{CPU: DomainCPU{Mode: "host-passthrough"}}`},
+	{"watchdog and smbios", `Domain{Devices: DomainDeviceList{Watchdogs: [DomainWatchdog{Model: "i6300esb", Action: "reset"}]},
+		SysInfo: [DomainSysInfo{SMBIOS: DomainSysInfoSMBIOS{System: DomainSysInfoSystem{Entry: [
+			DomainSysInfoEntry{Name: "manufacturer", Value: "Example"}, DomainSysInfoEntry{Name: "product", Value: "Plugin"}]}}}]}`},
+	{"every disk rebuilt by map", `Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d, DomainDisk{Device: d.Device,
+		Driver: d.Driver, Source: d.Source, BackingStore: d.BackingStore, Target: d.Target, ReadOnly: d.ReadOnly, Serial: d.Serial,
+		Boot: d.Boot, Alias: d.Alias, Address: d.Address})}}`},
+}
+
+// BenchmarkGuestDefinitionHook is one CEL hook at GuestDefinition on the
+// domain KubeVirt generates (shared fixture domain_x86_64.xml): "merge" is
+// what the launcher does per call (the compiled expression, Merge copying
+// only what it writes); "compile, XML copy, merge" is the baseline of
+// KubeVirt's in-tree evaluator, which compiles the expression, copies the
+// domain through an XML round trip and merges into the copy on every call.
+func BenchmarkGuestDefinitionHook(b *testing.B) {
+	path := sharedFixture(b, "domain_x86_64.xml")
+	vmi := loadVMI(b, "testdata/vmi-tuned.yaml")
+	domain := loadDomain(b, path)
+	ctx := context.Background()
+	for _, bc := range hookBenchmarks {
+		b.Run(bc.name+"/merge", func(b *testing.B) {
+			e := newEnv(b, Options{})
+			tr, err := e.DomainTransform(bc.expr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.Merge(ctx, vmi, domain); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bc.name+"/compile, XML copy, merge", func(b *testing.B) {
+			e := newEnv(b, Options{})
+			b.ReportAllocs()
+			call := 0
+			for b.Loop() {
+				call++
+				// A new text each call: the Env's cache must not answer.
+				tr, err := e.DomainTransform(fmt.Sprintf("%s // call %d", bc.expr, call))
+				if err != nil {
+					b.Fatal(err)
+				}
+				text, err := domain.Marshal()
+				if err != nil {
+					b.Fatal(err)
+				}
+				next := &libvirtxml.Domain{}
+				if err := next.Unmarshal(text); err != nil {
+					b.Fatal(err)
+				}
+				if err := tr.Apply(ctx, vmi, next); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkConditionNestedField is a condition reading a nested VMI field,
+// evaluated compiled once and compiled per call.
+func BenchmarkConditionNestedField(b *testing.B) {
+	const expr = `vmi.Spec.Domain.CPU.Cores > 1u`
+	vmi := loadVMI(b, "testdata/vmi-tuned.yaml")
+	ctx := context.Background()
+	b.Run("compiled once", func(b *testing.B) {
+		c, err := newEnv(b, Options{}).Condition(expr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, err := c.Eval(ctx, vmi); err != nil || !ok {
+				b.Fatalf("Eval = %v, %v", ok, err)
+			}
+		}
+	})
+	b.Run("compiled per call", func(b *testing.B) {
+		e := newEnv(b, Options{})
+		b.ReportAllocs()
+		call := 0
+		for b.Loop() {
+			call++
+			c, err := e.Condition(fmt.Sprintf("%s // call %d", expr, call))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ok, err := c.Eval(ctx, vmi); err != nil || !ok {
+				b.Fatalf("Eval = %v, %v", ok, err)
+			}
+		}
+	})
 }

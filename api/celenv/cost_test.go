@@ -117,3 +117,66 @@ func TestRuntimeCostLimit(t *testing.T) {
 		t.Fatal("a stopped Apply changed the domain")
 	}
 }
+
+// TestComprehensionsOverInputListsWithStructBodiesAreAdmitted: map(),
+// filter() and exists() over the domain's and the VMI's lists, with bodies
+// building devices, are admitted at the default limit, their estimates
+// bounded by 256 elements a list.
+func TestComprehensionsOverInputListsWithStructBodiesAreAdmitted(t *testing.T) {
+	e := newEnv(t, Options{})
+	for _, expr := range []string{
+		`Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d, DomainDisk{Device: d.Device, Source: d.Source, Target: d.Target, Alias: d.Alias, Boot: d.Boot,
+			Driver: DomainDiskDriver{Name: d.Driver.Name, Type: d.Driver.Type, IOThread: d.Driver.IOThread, Cache: "writeback"}})}}`,
+		`Domain{Devices: DomainDeviceList{Interfaces: domainSpec.Devices.Interfaces.map(i, DomainInterface{MAC: i.MAC, Source: i.Source, Target: i.Target, Model: i.Model, Alias: i.Alias,
+			Driver: DomainInterfaceDriver{Queues: 4u}})}}`,
+		`Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.filter(d, d.Device != "cdrom") +
+			vmi.Spec.Domain.Devices.Disks.filter(d, has(d.CDRom)).map(d, DomainDisk{Device: "cdrom", Target: DomainDiskTarget{Dev: d.Name, Bus: "sata"}, ReadOnly: DomainDiskReadOnly{}})}}`,
+		`vmi.Spec.Domain.Devices.Interfaces.exists(i, i.Name == "default" && has(i.Masquerade)) ? Domain{Devices: DomainDeviceList{Interfaces: domainSpec.Devices.Interfaces.map(i, DomainInterface{MAC: i.MAC, Model: i.Model, Target: i.Target, MTU: DomainInterfaceMTU{Size: 1400u}})}} : domainSpec`,
+		`Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(a, DomainDisk{Device: a.Device, Source: a.Source, Target: a.Target,
+			Boot: domainSpec.Devices.Disks.exists(b, b.Boot.Order < a.Boot.Order) ? a.Boot : DomainDeviceBoot{Order: 1u}})}}`,
+	} {
+		tr, err := e.DomainTransform(expr)
+		if err != nil {
+			t.Fatalf("%s\nrefused: %v", expr, err)
+		}
+		if est := tr.EstimatedCost(); est.Max > DefaultCostLimit/10 {
+			t.Errorf("%s\nestimate %+v: want well under the limit %d", expr, est, DefaultCostLimit)
+		}
+	}
+}
+
+// TestRunawayExpressionRefusedAtAdmission: comprehensions nested three deep
+// over the domain's disks are refused at admission, with the estimate and
+// the limit, although each list holds at most 256 elements.
+func TestRunawayExpressionRefusedAtAdmission(t *testing.T) {
+	e := newEnv(t, Options{})
+	_, err := e.DomainTransform(`Domain{Title: domainSpec.Devices.Disks.all(a, domainSpec.Devices.Disks.all(b,
+		domainSpec.Devices.Disks.all(c, a.Boot.Order != c.Boot.Order || b.Boot.Order != c.Boot.Order))) ? "unique" : "dup"}`)
+	ce := compileError(t, err, ReasonCost, "estimated cost", fmt.Sprintf("exceeds the cost limit %d", DefaultCostLimit))
+	if ce.Cost.Max < 100*DefaultCostLimit/10 {
+		t.Fatalf("estimate %+v: want far over the limit", ce.Cost)
+	}
+}
+
+// TestRuntimeCostLimitStopsInputsBeyondTheBounds: an admitted nested
+// comprehension over a domain far beyond the 256-device bound is stopped at
+// run time by the cost limit (a tenth of the default, to stop sooner), and
+// the domain is unchanged.
+func TestRuntimeCostLimitStopsInputsBeyondTheBounds(t *testing.T) {
+	e := newEnv(t, Options{CostLimit: DefaultCostLimit / 10})
+	tr, err := e.DomainTransform(`Domain{Title: domainSpec.Devices.Disks.all(a, domainSpec.Devices.Disks.all(b, a.Boot.Order + b.Boot.Order >= a.Boot.Order)) ? "ordered" : "not"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := loadDomain(t, "testdata/domain-small.xml")
+	if _, err := tr.Merge(context.Background(), vmiWithLabels(nil), d); err != nil {
+		t.Fatalf("two disks: %v", err)
+	}
+	for len(d.Devices.Disks) < 5000 {
+		d.Devices.Disks = append(d.Devices.Disks, d.Devices.Disks[1])
+	}
+	out, err := tr.Merge(context.Background(), vmiWithLabels(nil), d)
+	if !errors.Is(err, ErrCostLimitExceeded) || out != nil {
+		t.Fatalf("5000 disks: want ErrCostLimitExceeded and no domain, got %v, %v", out, err)
+	}
+}

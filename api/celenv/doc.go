@@ -20,56 +20,94 @@
 // unqualified: Domain{CPU: DomainCPU{Mode: "host-passthrough"}}; a pointer
 // field (Domain.CPU is a *DomainCPU) takes the struct value itself.
 //
-// CEL has no null for Go pointers: reading a field behind a nil pointer yields
-// the zero value (domainSpec.CPU.Mode is "" when the domain has no <cpu>), and
-// has() tells whether it is set: has(vmi.Spec.Domain.CPU). A few Go types read
-// as CEL scalars: resource.Quantity as its canonical string
-// (vmi.Spec.Domain.Resources.Requests["memory"] == "8Gi"), metav1.Time as a
-// timestamp (vmi.CreationTimestamp), time.Duration as a duration. Fields of
-// interface types are not visible.
-//
 // libvirtxml counts and sizes are unsigned: write them with the u suffix
 // (DomainVCPU{Value: 4u}). Ordering comparisons between int and uint work
 // (vmi.Spec.Domain.CPU.Cores > 2), equality needs matching types (== 2u).
-// Only the CEL standard library is enabled.
+// Only the CEL standard library is enabled, and in GuestDefinition
+// expressions optional values (optional.of, optional.none, ?F: in literals).
+//
+// # Absent elements, has() and reads through them
+//
+// CEL has no null for Go pointers. Reading an element the input does not
+// have yields an empty one, and reading through it yields zero values: on a
+// domain without <numatune>, domainSpec.NUMATune.Memory.Mode is "", and on a
+// disk without <boot>, d.Boot.Order is 0u. A nil pointer to a scalar reads as
+// its zero value too (d.Driver.IOThread is 0u without iothread=).
+//
+// has(x.F) is true when F is set: a pointer (element or attribute) that is
+// present, even empty (has(domainSpec.Features.ACPI) with <acpi/>), a list or
+// map that is not empty, a scalar that is not its zero value. On an absent
+// element every has() is false: has(domainSpec.NUMATune.Memory) without
+// <numatune>. Use has() to tell an absent attribute from a present zero.
 //
 // # Merging the result
 //
-// DomainTransform.Apply merges the result into the domain in place. The fields
-// to overwrite are derived once, at compile time, from the expression:
+// DomainTransform.Merge returns the domain with the result merged into it;
+// the domain it is given is never modified. One rule decides what is written,
+// wherever a value sits (top level, nested, chosen by ?:, inside a list
+// literal or a map() body), and is applied at run time to the value the
+// expression actually produced:
 //
-//   - When the expression is a Domain{...} literal, exactly the fields it
-//     initialises are written, even with zero values: Domain{UUID: ""}
-//     clears the UUID. All other fields keep their values.
+//   - A struct built by a struct literal writes exactly the fields the literal
+//     initialises, each one even when its value is the zero value (a zero
+//     value written on purpose is written): Domain{UUID: ""} clears the
+//     UUID, Domain{Title: domainSpec.Name} sets the title and keeps
+//     everything else.
 //   - A field initialised with another struct literal is merged the same way,
-//     recursively; for a pointer field the literal merges into the element
-//     already there, or into a new one when there is none.
-//   - A field initialised with anything else (a constant, a list, a variable
-//     such as domainSpec.CPU, a conditional) is replaced as a whole.
-//   - Lists are always replaced wholesale, never merged element by element:
-//     to add a device, write the old list plus the new element
-//     (domainSpec.Devices.Interfaces + [DomainInterface{...}]).
-//   - A pointer field replaced by an empty struct that did not come from a
-//     literal becomes nil: Domain{NUMATune: domainSpec.NUMATune} keeps an
-//     absent <numatune> absent instead of adding an empty one.
-//   - When the expression is not a literal (cond ? Domain{...} : domainSpec),
-//     which fields it writes is only known at run time, so the result's
-//     non-zero fields are merged recursively and zero values are not written.
+//     recursively, into the element already there, or into a new one when
+//     there is none: Domain{CPU: DomainCPU{Mode: "host-passthrough"}} keeps
+//     the CPU's topology and check. A literal is a literal however it was
+//     reached: Domain{CPU: cond ? DomainCPU{Mode: "host-passthrough"} :
+//     domainSpec.CPU} merges like the direct literal when cond holds, and
+//     cond ? Domain{Title: ""} : domainSpec clears the title like
+//     Domain{Title: ""} does.
+//   - A literal always makes its element present, even an empty one:
+//     DomainFeatureList{PAE: DomainFeature{}} adds <pae/>.
+//   - Any other value (read from domainSpec or vmi, a constant, a list)
+//     replaces the field as a whole. A value read back unchanged keeps the
+//     input's presence: Domain{NUMATune: domainSpec.NUMATune} leaves an
+//     absent <numatune> absent, DomainFeatureList{ACPI:
+//     domainSpec.Features.ACPI} keeps a present <acpi/>, and
+//     DomainDisk{..., Boot: d.Boot} adds no <boot> to a disk that has none.
+//     An attribute read back as the initialiser of a field (IOThread:
+//     d.Driver.IOThread, or a branch of a ?: there) stays absent when it was.
+//     A value computed from reads (d.Boot.Order + 1u) is written.
+//   - Lists are replaced wholesale, never merged element by element, and a
+//     list element starts from nothing: DomainDisk{...} in a list or a map()
+//     body is a new disk holding what the literal writes (merged into an
+//     empty disk by the rules above). To edit every device, copy the fields
+//     to keep: domainSpec.Devices.Disks.map(d, DomainDisk{Device: d.Device,
+//     Source: d.Source, Target: d.Target, Alias: d.Alias, Boot: d.Boot,
+//     Driver: DomainDiskDriver{Name: d.Driver.Name, Type: d.Driver.Type,
+//     Cache: "writeback"}}). To add a device, write the old list plus the new
+//     element (domainSpec.Devices.Interfaces + [DomainInterface{...}]).
+//   - A result that is not a literal (domainSpec, or domainSpec chosen by a
+//     conditional) is the domain as it was.
 //
-// Written values are deep copies: the domain never shares memory with what the
-// expression read. On error the domain is left unchanged.
+// So an expression that reads every top-level part back, Domain{Devices:
+// domainSpec.Devices, Features: domainSpec.Features, ...}, returns the domain
+// unchanged. The merged domain is new along the paths the expression writes
+// and shares every other part with the input (copy-on-write): callers treat
+// both as read-only. On error nothing is returned and the input is, as
+// always, unchanged. Apply is Merge writing the result into the domain.
 //
 // # Cost
 //
-// Each expression's cost is estimated at compile time, assuming anything read
-// from vmi or domainSpec fits in the 1.5 MiB etcd stores at most. An
-// expression whose worst-case estimate exceeds Options.CostLimit (default
-// DefaultCostLimit) is rejected with a *CompileError of Reason "cost" whose
-// Message states the estimate and the limit, and accepted expressions report
-// theirs (EstimatedCost) so admission can show it. The same limit bounds every
-// evaluation at run time: an evaluation reaching it stops with an error
-// wrapping ErrCostLimitExceeded. Evaluation also stops, with an error wrapping
-// the context's, when its context ends.
+// Each expression's cost is estimated at compile time, with bounds real
+// inputs stay within: a list or map read from vmi or domainSpec holds at most
+// 256 elements (KubeVirt refuses VMIs with more disks, volumes, interfaces or
+// networks), a string at most 64 KiB, a struct at most the 1.5 MiB etcd
+// stores. With them a map(), filter() or exists() over the domain's or the
+// VMI's lists with a struct-building body estimates in the tens of thousands
+// and is admitted; nested comprehensions comparing strings, or three nested
+// ones, are refused. An expression whose worst-case estimate exceeds
+// Options.CostLimit (default DefaultCostLimit) is rejected with a
+// *CompileError of Reason "cost" whose Message states the estimate and the
+// limit, and accepted expressions report theirs (EstimatedCost) so admission
+// can show it. The same limit bounds every evaluation at run time, whatever
+// the input's size: an evaluation reaching it stops with an error wrapping
+// ErrCostLimitExceeded. Evaluation also stops, with an error wrapping the
+// context's, when its context ends.
 //
 // # Compile once
 //

@@ -51,9 +51,11 @@ var (
 type Env struct {
 	conditions *cel.Env
 	transforms *cel.Env
-	domainCEL  *types.Type
-	costLimit  uint64
-	cache      *programCache
+	// transformTypes is the type provider of transforms.
+	transformTypes *goTypes
+	domainCEL      *types.Type
+	costLimit      uint64
+	cache          *programCache
 
 	// compilations counts the compilations run, so that tests can tell a
 	// cache hit from a compilation.
@@ -78,14 +80,19 @@ func New(opts Options) (*Env, error) {
 	common := []cel.EnvOption{cel.CrossTypeNumericComparisons(true)}
 
 	conditions, err := cel.NewEnv(append(common,
-		nativeGoTypes(vmiType),
+		nativeGoTypes(nil, vmiType),
 		cel.Variable(varVMI, vmiCEL),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("celenv: building the condition environment: %w", err)
 	}
+	var transformTypes *goTypes
 	transforms, err := cel.NewEnv(append(common,
-		nativeGoTypes(vmiType, domainType),
+		// optional.of and optional.none express "leave the field unset": the
+		// compiler uses them to keep absent attributes absent (keepAbsent).
+		// They register a type, so they come before the custom provider.
+		cel.OptionalTypes(),
+		nativeGoTypes(&transformTypes, vmiType, domainType),
 		// Bare Domain, DomainCPU, ... name the libvirtxml types.
 		cel.Container(strings.TrimSuffix(celTypeName(domainType), "."+domainType.Name())),
 		cel.Variable(varVMI, vmiCEL),
@@ -95,11 +102,12 @@ func New(opts Options) (*Env, error) {
 		return nil, fmt.Errorf("celenv: building the GuestDefinition environment: %w", err)
 	}
 	return &Env{
-		conditions: conditions,
-		transforms: transforms,
-		domainCEL:  domainCEL,
-		costLimit:  opts.CostLimit,
-		cache:      newProgramCache(opts.CacheSize),
+		conditions:     conditions,
+		transforms:     transforms,
+		transformTypes: transformTypes,
+		domainCEL:      domainCEL,
+		costLimit:      opts.CostLimit,
+		cache:          newProgramCache(opts.CacheSize),
 	}, nil
 }
 
@@ -114,8 +122,9 @@ type compiled struct {
 
 // compile parses, checks, verifies the result type, estimates the cost and
 // plans the program. resultCheck returns a message when the result type is
-// wrong.
-func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) string) (*compiled, error) {
+// wrong; rewrite, when not nil, returns the checked AST to estimate and plan
+// in place of the one the user wrote (errors are reported on the latter).
+func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) string, rewrite func(*cel.Ast) (*cel.Ast, error)) (*compiled, error) {
 	e.compilations.Add(1)
 	parsed, iss := env.Parse(expr)
 	if iss.Err() != nil {
@@ -127,6 +136,12 @@ func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) s
 	}
 	if msg := resultCheck(checked.OutputType()); msg != "" {
 		return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: msg}
+	}
+	if rewrite != nil {
+		var err error
+		if checked, err = rewrite(checked); err != nil {
+			return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: err.Error()}
+		}
 	}
 	est, err := env.EstimateCost(checked, sizeEstimator{})
 	if err != nil {
@@ -142,11 +157,15 @@ func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) s
 			Cost: cost,
 		}
 	}
-	program, err := env.Program(checked,
+	opts := []cel.ProgramOption{
 		cel.CostLimit(e.costLimit),
 		cel.InterruptCheckFrequency(interruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
-	)
+	}
+	if env == e.transforms {
+		opts = append(opts, cel.CustomDecorator(e.transformTypes.structConstructors(checked.NativeRep())))
+	}
+	program, err := env.Program(checked, opts...)
 	if err != nil {
 		// Planning fails on bad constant arguments (a malformed regular
 		// expression literal, for instance).

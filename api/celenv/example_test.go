@@ -75,3 +75,54 @@ func ExampleCompileError() {
 	//  | Domain{CPUX: DomainCPU{Mode: "host-passthrough"}}
 	//  | ...........^
 }
+
+// Merge returns a new domain and leaves the one it is given as it was. A
+// literal merges wherever it sits, here inside a map() body chosen by ?:;
+// reading back an element the disk does not have (<boot>) keeps it absent.
+func ExampleDomainTransform_Merge() {
+	env, err := celenv.New(celenv.Options{})
+	if err != nil {
+		panic(err)
+	}
+	transform, err := env.DomainTransform(`Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d,
+		d.Device == "disk" ? DomainDisk{Device: d.Device, Target: d.Target, Boot: d.Boot, Driver: DomainDiskDriver{Name: "qemu", Cache: "writeback"}} : d)}}`)
+	if err != nil {
+		panic(err)
+	}
+	domain := &libvirtxml.Domain{Type: "kvm", Name: "default_vm1", Devices: &libvirtxml.DomainDeviceList{Disks: []libvirtxml.DomainDisk{
+		{Device: "disk", Target: &libvirtxml.DomainDiskTarget{Dev: "vda", Bus: "virtio"}, Boot: &libvirtxml.DomainDeviceBoot{Order: 1}},
+		{Device: "disk", Target: &libvirtxml.DomainDiskTarget{Dev: "vdb", Bus: "virtio"}},
+		{Device: "cdrom", Target: &libvirtxml.DomainDiskTarget{Dev: "sda", Bus: "sata"}, ReadOnly: &libvirtxml.DomainDiskReadOnly{}},
+	}}}
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: "vm1", Namespace: "default"}}
+	merged, err := transform.Merge(context.Background(), vmi, domain)
+	if err != nil {
+		panic(err)
+	}
+	out, err := merged.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out)
+	fmt.Println("input unchanged:", domain.Devices.Disks[0].Driver == nil)
+	// Output:
+	// <domain type="kvm">
+	//   <name>default_vm1</name>
+	//   <devices>
+	//     <disk device="disk">
+	//       <driver name="qemu" cache="writeback"></driver>
+	//       <target dev="vda" bus="virtio"></target>
+	//       <boot order="1"></boot>
+	//     </disk>
+	//     <disk device="disk">
+	//       <driver name="qemu" cache="writeback"></driver>
+	//       <target dev="vdb" bus="virtio"></target>
+	//     </disk>
+	//     <disk device="cdrom">
+	//       <target dev="sda" bus="sata"></target>
+	//       <readonly></readonly>
+	//     </disk>
+	//   </devices>
+	// </domain>
+	// input unchanged: true
+}

@@ -20,7 +20,8 @@ import (
 )
 
 // sharedFixture returns the path of a file in the shared fixtures folder that
-// sits next to the repository root, skipping the test when it is absent.
+// sits next to the repository root (or $KVP_SHARED_FIXTURES), skipping the
+// test when it is absent.
 func sharedFixture(tb testing.TB, name string) string {
 	tb.Helper()
 	dir, err := os.Getwd()
@@ -37,7 +38,11 @@ func sharedFixture(tb testing.TB, name string) string {
 		}
 		dir = parent
 	}
-	path := filepath.Join(dir, "..", "shared", "fixtures", name)
+	shared := os.Getenv("KVP_SHARED_FIXTURES")
+	if shared == "" {
+		shared = filepath.Join(dir, "..", "shared", "fixtures")
+	}
+	path := filepath.Join(shared, name)
 	if _, err := os.Stat(path); err != nil {
 		tb.Skipf("shared fixture %s absent (%v): it lives in ../shared/fixtures next to the repository", name, err)
 	}

@@ -60,12 +60,23 @@ type goTypes struct {
 	// byName maps a CEL type name to the Go struct types carrying it: more than
 	// one when two packages end in the same element and share a type name.
 	byName map[string][]reflect.Type
+	// absent holds, per struct type, the one pointer to a zero value that a
+	// read through a nil pointer yields. Being a known address, it tells a
+	// value read from an absent element (written back as nil) from an empty
+	// element that is present (<acpi/>). Nothing ever writes through it.
+	absent map[reflect.Type]reflect.Value
+	// objectTypes holds the CEL type of every registered struct type.
+	objectTypes map[reflect.Type]*types.Type
+	// fields holds the exported fields of every registered struct type by
+	// name, for NewValue.
+	fields map[reflect.Type]map[string]reflect.StructField
 }
 
 // nativeGoTypes registers the struct types reachable from roots with cel-go's
 // native type provider, then puts a goTypes in front of it as the
-// environment's type provider and adapter.
-func nativeGoTypes(roots ...reflect.Type) cel.EnvOption {
+// environment's type provider and adapter, and stores it in *out when out is
+// not nil.
+func nativeGoTypes(out **goTypes, roots ...reflect.Type) cel.EnvOption {
 	return func(env *cel.Env) (*cel.Env, error) {
 		args := make([]any, len(roots))
 		for i, r := range roots {
@@ -76,9 +87,12 @@ func nativeGoTypes(roots ...reflect.Type) cel.EnvOption {
 			return nil, err
 		}
 		g := &goTypes{
-			native:  env.CELTypeProvider(),
-			adapter: env.CELTypeAdapter(),
-			byName:  map[string][]reflect.Type{},
+			native:      env.CELTypeProvider(),
+			adapter:     env.CELTypeAdapter(),
+			byName:      map[string][]reflect.Type{},
+			absent:      map[reflect.Type]reflect.Value{},
+			objectTypes: map[reflect.Type]*types.Type{},
+			fields:      map[reflect.Type]map[string]reflect.StructField{},
 		}
 		seen := map[reflect.Type]bool{}
 		for _, r := range roots {
@@ -87,6 +101,9 @@ func nativeGoTypes(roots ...reflect.Type) cel.EnvOption {
 		env, err = cel.CustomTypeAdapter(g)(env)
 		if err != nil {
 			return nil, err
+		}
+		if out != nil {
+			*out = g
 		}
 		return cel.CustomTypeProvider(g)(env)
 	}
@@ -105,11 +122,39 @@ func (g *goTypes) register(t reflect.Type, seen map[reflect.Type]bool) {
 		return
 	}
 	seen[t] = true
+	if !isScalarStruct(t) {
+		g.absent[t] = newSentinel(t)
+		g.objectTypes[t] = types.NewObjectType(celTypeName(t))
+		byName := map[string]reflect.StructField{}
+		for _, f := range reflect.VisibleFields(t) {
+			if f.IsExported() {
+				if sf, ok := t.FieldByName(f.Name); ok {
+					byName[f.Name] = sf
+				}
+			}
+		}
+		g.fields[t] = byName
+	}
 	name := celTypeName(t)
 	g.byName[name] = append(g.byName[name], t)
 	for i := range t.NumField() {
 		g.register(t.Field(i).Type, seen)
 	}
+}
+
+// newSentinel allocates a pointer to a zero t with an address no other
+// allocation has: Go gives every zero-size allocation the same address
+// (<readonly/> is a struct{}), so a zero-size t is placed after a byte of a
+// struct of its own.
+func newSentinel(t reflect.Type) reflect.Value {
+	if t.Size() != 0 {
+		return reflect.New(t)
+	}
+	holder := reflect.New(reflect.StructOf([]reflect.StructField{
+		{Name: "Pad", Type: byteType},
+		{Name: "V", Type: t},
+	}))
+	return holder.Elem().Field(1).Addr()
 }
 
 // goType returns the single Go type behind a CEL type name.
@@ -180,7 +225,7 @@ func (g *goTypes) FindStructFieldType(typeName, fieldName string) (*types.FieldT
 				if !ok {
 					return nil, fmt.Errorf("no such field %q on %T", fieldName, obj)
 				}
-				return toCEL(v), nil
+				return g.toCEL(v), nil
 			},
 		}, true
 	}
@@ -188,33 +233,61 @@ func (g *goTypes) FindStructFieldType(typeName, fieldName string) (*types.FieldT
 }
 
 // NewValue implements types.Provider: it builds the Go struct itself so that
-// every field is converted by its Go type, then hands the result to the native
-// provider to wrap.
+// every field is converted by its Go type, and returns it as a *literal that
+// remembers which fields the literal initialised, for the merge.
+// GuestDefinition programs build their literals with structConstructor
+// instead, which comes to the same without the map of fields.
 func (g *goTypes) NewValue(typeName string, fields map[string]ref.Val) ref.Val {
 	t, ok := g.goType(typeName)
 	if !ok {
 		return g.native.NewValue(typeName, fields)
 	}
-	ptr := reflect.New(t)
+	lit := g.newLiteral(t, g.objectTypes[t], len(fields))
+	byName := g.fields[t]
 	for name, val := range fields {
-		sf, ok := t.FieldByName(name)
-		if !ok || !sf.IsExported() {
+		sf, ok := byName[name]
+		if !ok {
 			return types.NewErr("no such field %q in %s", name, typeName)
 		}
-		native, err := toNative(val, sf.Type)
-		if err != nil {
+		if err := lit.set(g, sf, val); err != nil {
 			return types.NewErr("field %s.%s: %v", typeName, name, err)
 		}
-		writeField(ptr.Elem(), sf.Index).Set(native)
 	}
-	return g.adapter.NativeToValue(ptr.Interface())
+	return lit
+}
+
+// newLiteral starts a literal of struct type t with room for n fields.
+func (g *goTypes) newLiteral(t reflect.Type, typ *types.Type, n int) *literal {
+	ptr := reflect.New(t)
+	lit := &literal{object: object{g: g, val: ptr.Interface(), rv: ptr, typ: typ}}
+	if n <= len(lit.buf) {
+		lit.fields = lit.buf[:0]
+	} else {
+		lit.fields = make([]literalField, 0, n)
+	}
+	return lit
+}
+
+// set converts val to the Go type of field sf, writes it into the literal's
+// struct and records the field as initialised.
+func (l *literal) set(g *goTypes, sf reflect.StructField, val ref.Val) error {
+	native, err := g.toNative(val, sf.Type)
+	if err != nil {
+		return err
+	}
+	writeField(l.rv.Elem(), sf.Index).Set(native)
+	l.fields = append(l.fields, literalField{index: sf.Index, val: val})
+	return nil
 }
 
 // NativeToValue implements types.Adapter.
 func (g *goTypes) NativeToValue(value any) ref.Val {
 	switch v := value.(type) {
 	case resource.Quantity, *resource.Quantity, metav1.Time, *metav1.Time, metav1.MicroTime, *metav1.MicroTime:
-		return g.adapter.NativeToValue(toCEL(reflect.ValueOf(v)))
+		return g.adapter.NativeToValue(g.toCEL(reflect.ValueOf(v)))
+	}
+	if v, ok := g.newObjectValue(value); ok {
+		return v
 	}
 	return g.adapter.NativeToValue(value)
 }
@@ -304,8 +377,9 @@ var zeroTimestamp = time.Unix(0, 0).UTC()
 
 // toCEL turns a Go field value into something the CEL adapter understands,
 // applying goTypes' readings: a nil pointer reads as its zero value (CEL has no
-// null for Go pointers), Quantity as its string, metav1 times as time.Time.
-func toCEL(v reflect.Value) any {
+// null for Go pointers; for a struct, the type's absent sentinel), Quantity as
+// its string, metav1 times as time.Time.
+func (g *goTypes) toCEL(v reflect.Value) any {
 	t := v.Type()
 	switch t {
 	case quantityType:
@@ -323,17 +397,25 @@ func toCEL(v reflect.Value) any {
 		elem := t.Elem()
 		if v.IsNil() {
 			if elem.Kind() == reflect.Struct && !isScalarStruct(elem) {
+				if a, ok := g.absent[elem]; ok {
+					return a.Interface()
+				}
 				return reflect.New(elem).Interface()
 			}
-			return toCEL(reflect.Zero(elem))
+			return g.toCEL(reflect.Zero(elem))
 		}
 		if elem.Kind() == reflect.Struct && !isScalarStruct(elem) {
 			return v.Interface()
 		}
-		return toCEL(v.Elem())
+		return g.toCEL(v.Elem())
 	case reflect.Slice, reflect.Array, reflect.Map:
 		if needsConversion(t) {
-			return convertCollection(v).Interface()
+			return g.convertCollection(v).Interface()
+		}
+	case reflect.Struct:
+		// Read in place: a struct field of an input is not copied.
+		if v.CanAddr() {
+			return v.Addr().Interface()
 		}
 	}
 	return v.Interface()
@@ -397,7 +479,7 @@ func convertedType(t reflect.Type) reflect.Type {
 	return t
 }
 
-func convertCollection(v reflect.Value) reflect.Value {
+func (g *goTypes) convertCollection(v reflect.Value) reflect.Value {
 	t := v.Type()
 	if !needsConversion(t) {
 		return v
@@ -407,30 +489,33 @@ func convertCollection(v reflect.Value) reflect.Value {
 	case reflect.Slice, reflect.Array:
 		s := reflect.MakeSlice(out, v.Len(), v.Len())
 		for i := range v.Len() {
-			s.Index(i).Set(convertCollection(v.Index(i)))
+			s.Index(i).Set(g.convertCollection(v.Index(i)))
 		}
 		return s
 	case reflect.Map:
 		m := reflect.MakeMapWithSize(out, v.Len())
 		iter := v.MapRange()
 		for iter.Next() {
-			m.SetMapIndex(convertCollection(iter.Key()), convertCollection(iter.Value()))
+			m.SetMapIndex(g.convertCollection(iter.Key()), g.convertCollection(iter.Value()))
 		}
 		return m
 	case reflect.Pointer:
 		if v.IsNil() {
 			return reflect.Zero(out)
 		}
-		return convertCollection(v.Elem())
+		return g.convertCollection(v.Elem())
 	}
-	return reflect.ValueOf(toCEL(v))
+	return reflect.ValueOf(g.toCEL(v))
 }
 
 // toNative converts a CEL value into a value of Go type t, for struct
 // construction. It handles what the CEL values' own ConvertToNative does not:
 // pointers to scalars, named scalar types, lists and maps of those, and the
 // types goTypes reads differently.
-func toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
+//
+// A pointer-to-struct field given the absent sentinel of its type (a read of
+// an absent element) becomes nil: the element stays absent.
+func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 	switch t {
 	case quantityType:
 		s, ok := val.(types.String)
@@ -449,20 +534,48 @@ func toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		}
 		return reflect.ValueOf(ts.Time).Convert(t), nil
 	}
-	scalar := reflect.New(t).Elem()
+	// Structs and pointers to structs read from the inputs or built by
+	// literals convert without boxing a copy.
+	if rv, ok := structValue(val); ok {
+		switch {
+		case rv.Type() == t:
+			if rv.Kind() == reflect.Pointer {
+				if a, ok := g.absent[t.Elem()]; ok && rv.Pointer() == a.Pointer() {
+					return reflect.Zero(t), nil
+				}
+			}
+			return rv, nil
+		case rv.Kind() == reflect.Pointer && rv.Type().Elem() == t:
+			return rv.Elem(), nil
+		}
+	}
 	switch t.Kind() {
 	// cel-go's own conversions take Go's int and uint for 32 bits wide:
 	// libvirtxml's uint memory sizes in bytes would overflow.
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if i, ok := val.(types.Int); ok && t != durationType {
+			scalar := reflect.New(t).Elem()
 			if scalar.OverflowInt(int64(i)) {
 				return reflect.Value{}, fmt.Errorf("%d overflows %s", int64(i), t)
 			}
 			scalar.SetInt(int64(i))
 			return scalar, nil
 		}
+	case reflect.String:
+		if str, ok := val.(types.String); ok {
+			scalar := reflect.New(t).Elem()
+			scalar.SetString(string(str))
+			return scalar, nil
+		}
+	case reflect.Bool:
+		if b, ok := val.(types.Bool); ok {
+			scalar := reflect.New(t).Elem()
+			scalar.SetBool(bool(b))
+			return scalar, nil
+		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		if u, ok := val.(types.Uint); ok {
+			scalar := reflect.New(t).Elem()
 			if scalar.OverflowUint(uint64(u)) {
 				return reflect.Value{}, fmt.Errorf("%d overflows %s", uint64(u), t)
 			}
@@ -471,9 +584,12 @@ func toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		}
 	case reflect.Pointer:
 		if t.Elem().Kind() == reflect.Struct && !isScalarStruct(t.Elem()) {
+			if a, ok := g.absent[t.Elem()]; ok && val.Value() == a.Interface() {
+				return reflect.Zero(t), nil
+			}
 			return convertByValue(val, t)
 		}
-		elem, err := toNative(val, t.Elem())
+		elem, err := g.toNative(val, t.Elem())
 		if err != nil {
 			return reflect.Value{}, err
 		}
@@ -484,6 +600,13 @@ func toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		if t.Elem() == byteType {
 			return convertByValue(val, t)
 		}
+		// A list read unchanged from an input is its Go slice: share it.
+		if l, ok := val.(*inputList); ok && l.orig.Type() == t {
+			return l.orig, nil
+		}
+		if rv := reflect.ValueOf(val.Value()); rv.IsValid() && rv.Type() == t {
+			return rv, nil
+		}
 		list, ok := val.(traits.Lister)
 		if !ok {
 			return reflect.Value{}, fmt.Errorf("want a list, got %s", val.Type().TypeName())
@@ -491,7 +614,7 @@ func toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		n := int(list.Size().(types.Int))
 		out := reflect.MakeSlice(t, n, n)
 		for i := range n {
-			elem, err := toNative(list.Get(types.Int(i)), t.Elem())
+			elem, err := g.toNative(list.Get(types.Int(i)), t.Elem())
 			if err != nil {
 				return reflect.Value{}, fmt.Errorf("list element %d: %w", i, err)
 			}
@@ -507,11 +630,11 @@ func toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		it := m.Iterator()
 		for it.HasNext() == types.True {
 			k := it.Next()
-			key, err := toNative(k, t.Key())
+			key, err := g.toNative(k, t.Key())
 			if err != nil {
 				return reflect.Value{}, fmt.Errorf("map key %v: %w", k, err)
 			}
-			elem, err := toNative(m.Get(k), t.Elem())
+			elem, err := g.toNative(m.Get(k), t.Elem())
 			if err != nil {
 				return reflect.Value{}, fmt.Errorf("map value at %v: %w", k, err)
 			}
@@ -520,6 +643,17 @@ func toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		return out, nil
 	}
 	return convertByValue(val, t)
+}
+
+// structValue returns the Go value behind an object or a literal.
+func structValue(val ref.Val) (reflect.Value, bool) {
+	switch v := val.(type) {
+	case *object:
+		return v.rv, true
+	case *literal:
+		return v.rv, true
+	}
+	return reflect.Value{}, false
 }
 
 // convertByValue lets the CEL value convert itself, then converts a result of

@@ -4,171 +4,81 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types/ref"
+	"libvirt.org/go/libvirtxml"
 )
 
-// writeMask lists the fields a Domain{...} literal writes. A field whose
-// initialiser is itself a struct literal has a sub-mask and is merged field by
-// field; any other initialiser replaces the field wholesale.
-type writeMask struct {
-	fields []maskField
+// literal is a struct built by a struct literal in the expression. It reads
+// like any other struct value (the embedded object is the Go struct as
+// built) and remembers which fields the literal initialised and with which
+// CEL values, so that the merge can tell, at run time and wherever the literal
+// went (a conditional, a list, a map() body), what the expression wrote.
+type literal struct {
+	// object is the Go struct as built, every field converted to its Go type
+	// (absent reads already nil); rv points to it.
+	object
+	fields []literalField
+	// buf holds the fields of small literals, saving an allocation.
+	buf [4]literalField
 }
 
-type maskField struct {
-	name  string
+// literalField is one field a literal initialised.
+type literalField struct {
 	index []int
-	sub   *writeMask
+	val   ref.Val
 }
 
-// maskOf derives the write mask of a checked expression whose result has Go
-// type t. It returns nil when the expression is not a struct literal.
-func maskOf(e ast.Expr, t reflect.Type) (*writeMask, error) {
-	if e.Kind() != ast.StructKind {
-		return nil, nil
+// Equal implements ref.Val: a literal equals the struct it built.
+func (l *literal) Equal(other ref.Val) ref.Val { return l.object.Equal(other) }
+
+// mergeResult returns the domain that the evaluation result out makes of
+// domain, which it never modifies: a Domain literal is merged into a copy of
+// domain, any other Domain value replaces it. The result shares every part
+// the expression did not write with domain; only the structs on the paths
+// from the root to the written fields are new.
+func mergeResult(domain *libvirtxml.Domain, out ref.Val) (*libvirtxml.Domain, error) {
+	if lit, ok := out.(*literal); ok && lit.rv.Type() == domainPtrType {
+		next := new(libvirtxml.Domain)
+		*next = *domain
+		lit.mergeInto(reflect.ValueOf(next).Elem())
+		return next, nil
 	}
-	m := &writeMask{}
-	for _, entry := range e.AsStruct().Fields() {
-		f := entry.AsStructField()
-		sf, ok := t.FieldByName(f.Name())
-		if !ok {
-			return nil, fmt.Errorf("no field %q in %s", f.Name(), celTypeName(t))
-		}
-		mf := maskField{name: f.Name(), index: sf.Index}
-		ft := sf.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if f.Value().Kind() == ast.StructKind && ft.Kind() == reflect.Struct && !isScalarStruct(ft) {
-			sub, err := maskOf(f.Value(), ft)
-			if err != nil {
-				return nil, err
-			}
-			mf.sub = sub
-		}
-		m.fields = append(m.fields, mf)
+	native, err := out.ConvertToNative(domainPtrType)
+	if err != nil {
+		return nil, fmt.Errorf("result is not a Domain: %w", err)
 	}
-	return m, nil
+	return native.(*libvirtxml.Domain), nil
 }
 
-// apply writes the masked fields of src into dst, an addressable struct value
-// of the same type.
-func (m *writeMask) apply(dst, src reflect.Value) {
-	for _, f := range m.fields {
+// mergeInto writes the fields the literal initialised into dst, an
+// addressable struct of the literal's type that the caller owns (a fresh
+// shallow copy). A field initialised with another literal of a struct type is
+// merged into a shallow copy of the field's current value (a new element when
+// it is a nil pointer); any other field takes the literal's value. Nothing
+// reachable from dst's old field values is written to.
+func (l *literal) mergeInto(dst reflect.Value) {
+	built := l.rv.Elem()
+	for _, f := range l.fields {
 		d := writeField(dst, f.index)
-		s := readField(src, f.index)
-		if f.sub == nil {
-			d.Set(replacement(s))
-			continue
-		}
-		if d.Kind() == reflect.Pointer {
-			if d.IsNil() {
-				d.Set(reflect.New(d.Type().Elem()))
+		if sub, ok := f.val.(*literal); ok {
+			st := sub.rv.Type().Elem()
+			switch {
+			case d.Kind() == reflect.Pointer && d.Type().Elem() == st:
+				p := reflect.New(st)
+				if !d.IsNil() {
+					p.Elem().Set(d.Elem())
+				}
+				sub.mergeInto(p.Elem())
+				d.Set(p)
+				continue
+			case d.Type() == st:
+				v := reflect.New(st).Elem()
+				v.Set(d)
+				sub.mergeInto(v)
+				d.Set(v)
+				continue
 			}
-			d = d.Elem()
-			if s.IsNil() {
-				s = reflect.Zero(d.Type())
-			} else {
-				s = s.Elem()
-			}
 		}
-		f.sub.apply(d, s)
+		d.Set(readField(built, f.index))
 	}
-}
-
-// replacement is the value a field is replaced with: a deep copy, so the domain
-// never shares memory with what the expression read, and nil for a pointer to
-// an empty struct. CEL has no null for Go pointers: reading an absent element
-// (domainSpec.CPU when the domain has no <cpu>) yields an empty one, and
-// copying it must keep the element absent rather than add an empty one.
-func replacement(v reflect.Value) reflect.Value {
-	if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct && v.Elem().IsZero() {
-		return reflect.Zero(v.Type())
-	}
-	return deepCopy(v)
-}
-
-// mergeNonZero merges src into dst, both struct values of the same type, dst
-// addressable: structs and pointers to structs are merged recursively, any
-// other non-zero field of src replaces the one of dst.
-func mergeNonZero(dst, src reflect.Value) {
-	t := dst.Type()
-	for i := range t.NumField() {
-		if !t.Field(i).IsExported() {
-			continue
-		}
-		s := src.Field(i)
-		if s.IsZero() {
-			continue
-		}
-		d := dst.Field(i)
-		switch {
-		case s.Kind() == reflect.Struct && !isScalarStruct(s.Type()):
-			mergeNonZero(d, s)
-		case s.Kind() == reflect.Pointer && s.Elem().Kind() == reflect.Struct && !isScalarStruct(s.Elem().Type()):
-			if d.IsNil() {
-				d.Set(reflect.New(s.Elem().Type()))
-			}
-			if d.Pointer() != s.Pointer() {
-				mergeNonZero(d.Elem(), s.Elem())
-			}
-		default:
-			d.Set(deepCopy(s))
-		}
-	}
-}
-
-// deepCopy returns a copy of v sharing no pointers, slices or maps with it
-// (through exported fields).
-func deepCopy(v reflect.Value) reflect.Value {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if v.IsNil() {
-			return reflect.Zero(v.Type())
-		}
-		p := reflect.New(v.Type().Elem())
-		p.Elem().Set(deepCopy(v.Elem()))
-		return p
-	case reflect.Struct:
-		out := reflect.New(v.Type()).Elem()
-		out.Set(v)
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				out.Field(i).Set(deepCopy(v.Field(i)))
-			}
-		}
-		return out
-	case reflect.Slice:
-		if v.IsNil() {
-			return reflect.Zero(v.Type())
-		}
-		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
-		for i := range v.Len() {
-			out.Index(i).Set(deepCopy(v.Index(i)))
-		}
-		return out
-	case reflect.Array:
-		out := reflect.New(v.Type()).Elem()
-		for i := range v.Len() {
-			out.Index(i).Set(deepCopy(v.Index(i)))
-		}
-		return out
-	case reflect.Map:
-		if v.IsNil() {
-			return reflect.Zero(v.Type())
-		}
-		out := reflect.MakeMapWithSize(v.Type(), v.Len())
-		iter := v.MapRange()
-		for iter.Next() {
-			out.SetMapIndex(deepCopy(iter.Key()), deepCopy(iter.Value()))
-		}
-		return out
-	case reflect.Interface:
-		if v.IsNil() {
-			return reflect.Zero(v.Type())
-		}
-		out := reflect.New(v.Type()).Elem()
-		out.Set(deepCopy(v.Elem()))
-		return out
-	}
-	return v
 }

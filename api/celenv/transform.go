@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/google/cel-go/common/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 )
@@ -14,9 +13,6 @@ import (
 // concurrent use.
 type DomainTransform struct {
 	c *compiled
-	// mask lists the fields the expression writes; nil when the result is not
-	// a Domain{...} literal and Apply merges the non-zero fields instead.
-	mask *writeMask
 }
 
 // DomainTransform compiles a GuestDefinition expression, or returns the one
@@ -26,21 +22,11 @@ type DomainTransform struct {
 // yields a *CompileError.
 func (e *Env) DomainTransform(expr string) (*DomainTransform, error) {
 	v, err := e.cache.get(cacheKey{kind: kindTransform, expr: expr}, func() (any, error) {
-		c, err := e.compile(e.transforms, expr, func(out *types.Type) string {
-			if out.IsExactType(e.domainCEL) {
-				return ""
-			}
-			return fmt.Sprintf("a GuestDefinition expression must return a Domain{...} (%s), this one returns %s",
-				e.domainCEL, out)
-		})
+		c, err := e.compileTransform(expr)
 		if err != nil {
 			return nil, err
 		}
-		mask, err := maskOf(c.checked.NativeRep().Expr(), domainType)
-		if err != nil {
-			return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: err.Error()}
-		}
-		return &DomainTransform{c: c, mask: mask}, nil
+		return &DomainTransform{c: c}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -50,30 +36,40 @@ func (e *Env) DomainTransform(expr string) (*DomainTransform, error) {
 
 var domainPtrType = reflect.PointerTo(domainType)
 
-// Apply evaluates the expression with vmi and domain (as domainSpec) and merges
-// the result into *domain: the fields the expression writes are overwritten,
-// all others keep their values; lists are replaced wholesale. See the package
-// documentation for the merge rules. On error *domain is unchanged.
-func (t *DomainTransform) Apply(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) error {
+// Merge evaluates the expression with vmi and domain (as domainSpec) and
+// returns the domain with the result merged into it, following the merge
+// rules of the package documentation. domain is never modified; the result
+// shares with it every part the expression did not write (it is domain
+// itself when the expression returns domainSpec), so callers treat both as
+// read-only.
+func (t *DomainTransform) Merge(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (*libvirtxml.Domain, error) {
 	switch {
 	case vmi == nil:
-		return fmt.Errorf("applying GuestDefinition expression %q: no VMI given", t.c.expr)
+		return nil, fmt.Errorf("applying GuestDefinition expression %q: no VMI given", t.c.expr)
 	case domain == nil:
-		return fmt.Errorf("applying GuestDefinition expression %q: no domain given", t.c.expr)
+		return nil, fmt.Errorf("applying GuestDefinition expression %q: no domain given", t.c.expr)
 	}
 	out, err := t.c.eval(ctx, &activation{vmi: vmi, domain: domain})
 	if err != nil {
-		return fmt.Errorf("applying GuestDefinition expression %q: %w", t.c.expr, err)
+		return nil, fmt.Errorf("applying GuestDefinition expression %q: %w", t.c.expr, err)
 	}
-	native, err := out.ConvertToNative(domainPtrType)
+	next, err := mergeResult(domain, out)
 	if err != nil {
-		return fmt.Errorf("applying GuestDefinition expression %q: result is not a Domain: %w", t.c.expr, err)
+		return nil, fmt.Errorf("applying GuestDefinition expression %q: %w", t.c.expr, err)
 	}
-	result := native.(*libvirtxml.Domain)
-	if t.mask != nil {
-		t.mask.apply(reflect.ValueOf(domain).Elem(), reflect.ValueOf(result).Elem())
-	} else if result != domain {
-		mergeNonZero(reflect.ValueOf(domain).Elem(), reflect.ValueOf(result).Elem())
+	return next, nil
+}
+
+// Apply is Merge writing the result into *domain: on success *domain holds
+// the merged domain (which may share parts with what *domain held before);
+// on error it is unchanged.
+func (t *DomainTransform) Apply(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) error {
+	next, err := t.Merge(ctx, vmi, domain)
+	if err != nil {
+		return err
+	}
+	if next != domain {
+		*domain = *next
 	}
 	return nil
 }

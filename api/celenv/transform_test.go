@@ -99,13 +99,14 @@ func TestMergeExplicitZeroValueOverwrites(t *testing.T) {
 }
 
 // TestMergeNonLiteralFieldReplacesWholesale: a field initialiser that is not
-// a struct literal (a variable, a conditional) replaces the field as a whole.
+// a struct literal (a value read from the domain or the VMI) replaces the
+// field as a whole.
 func TestMergeNonLiteralFieldReplacesWholesale(t *testing.T) {
 	e := newEnv(t, Options{})
-	before, after := apply(t, e,
-		`Domain{CPU: vmi.Labels["tier"] == "gold" ? DomainCPU{Mode: "host-passthrough"} : domainSpec.CPU}`)
+	before, after := apply(t, e, `Domain{Features: DomainFeatureList{PAE: domainSpec.Features.ACPI}, Title: domainSpec.Name}`)
 	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
-		d.CPU = &libvirtxml.DomainCPU{Mode: "host-passthrough"} // check and topology are gone
+		d.Features.PAE = &libvirtxml.DomainFeature{}
+		d.Title = d.Name
 	})
 	// Copying an element the domain does not have leaves it absent rather
 	// than adding an empty one.
@@ -113,36 +114,41 @@ func TestMergeNonLiteralFieldReplacesWholesale(t *testing.T) {
 	sameExcept(t, before, after, func(d *libvirtxml.Domain) { d.Title = d.Name })
 }
 
-// TestMergeNonLiteralResultMergesNonZeroFields: when the result is not a
-// Domain{...} literal, no write mask exists and only the non-zero fields of
-// the result are merged.
-func TestMergeNonLiteralResultMergesNonZeroFields(t *testing.T) {
+// TestMergeNonLiteralResultReplacesTheDomain: a result that is not a literal
+// (domainSpec chosen by a conditional) is the domain as it was.
+func TestMergeNonLiteralResultReplacesTheDomain(t *testing.T) {
 	e := newEnv(t, Options{})
-	before, after := apply(t, e,
-		`vmi.Labels["tier"] == "gold" ? Domain{UUID: "", CPU: DomainCPU{Mode: "host-passthrough"}} : domainSpec`)
-	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
-		d.CPU.Mode = "host-passthrough" // the empty UUID is not written
-	})
-	before, after = apply(t, e, `vmi.Labels["tier"] == "silver" ? Domain{UUID: ""} : domainSpec`)
+	before, after := apply(t, e, `vmi.Labels["tier"] == "silver" ? Domain{UUID: ""} : domainSpec`)
 	sameExcept(t, before, after, func(*libvirtxml.Domain) {})
 }
 
-func TestMergeSharesNoMemoryWithTheResult(t *testing.T) {
+// TestMergeNeverModifiesItsInput: Merge returns a new domain and leaves the
+// one it was given exactly as it was, also when the expression writes deep
+// inside elements and lists it read.
+func TestMergeNeverModifiesItsInput(t *testing.T) {
 	e := newEnv(t, Options{})
-	tr, err := e.DomainTransform(`Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks}, CPU: DomainCPU{Features: domainSpec.CPU.Features}}`)
+	tr, err := e.DomainTransform(`Domain{
+		Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d, DomainDisk{Device: d.Device, Target: d.Target,
+			Driver: DomainDiskDriver{Name: d.Driver.Name, Cache: "writeback"}})},
+		CPU: DomainCPU{Topology: DomainCPUTopology{Threads: 1}, Features: domainSpec.CPU.Features},
+		Features: DomainFeatureList{PAE: DomainFeature{}}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := loadDomain(t, "testdata/domain-small.xml")
-	disks, features := d.Devices.Disks, d.CPU.Features
-	if err := tr.Apply(context.Background(), vmiWithLabels(nil), d); err != nil {
+	want := loadDomain(t, "testdata/domain-small.xml")
+	next, err := tr.Merge(context.Background(), vmiWithLabels(nil), d)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if &d.Devices.Disks[0] == &disks[0] || &d.CPU.Features[0] == &features[0] {
-		t.Fatal("the merged domain shares a backing array with the value it was read from")
+	if !reflect.DeepEqual(d, want) {
+		t.Fatalf("Merge modified its input:\n%s", marshalDomain(t, d))
 	}
-	if !reflect.DeepEqual(d.Devices.Disks, disks) || !reflect.DeepEqual(d.CPU.Features, features) {
-		t.Fatal("copied lists differ from the originals")
+	if next == d || next.CPU == d.CPU || next.CPU.Topology == d.CPU.Topology || next.Features == d.Features {
+		t.Fatal("a written element is shared with the input")
+	}
+	if next.Devices.Disks[0].Driver.Cache != "writeback" || next.CPU.Topology.Threads != 1 || next.CPU.Topology.Cores != 4 {
+		t.Fatalf("merge result wrong:\n%s", marshalDomain(t, next))
 	}
 }
 

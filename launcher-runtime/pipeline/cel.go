@@ -8,7 +8,6 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
-	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/deepcopy"
 )
 
 // compiler turns the CEL text of a Plugin into programs, through the shared
@@ -61,11 +60,10 @@ func (c compiler) transform(expr string) (transform, error) {
 
 // apply returns domain with the expression's result merged into it. domain
 // itself is never modified (the chain hands its input on to later hooks and
-// may return it unchanged), so an ignored failure leaves no trace.
+// may return it unchanged), so an ignored failure leaves no trace. The result
+// is new only along the paths the expression writes and shares the rest with
+// domain (celenv.DomainTransform.Merge): the chain treats domains as
+// read-only.
 func (t transform) apply(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (*libvirtxml.Domain, error) {
-	next := deepcopy.Of(domain)
-	if err := t.program.Apply(ctx, vmi, next); err != nil {
-		return nil, err
-	}
-	return next, nil
+	return t.program.Merge(ctx, vmi, domain)
 }

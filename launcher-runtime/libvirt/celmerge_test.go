@@ -1,0 +1,538 @@
+//go:build cgo
+
+package libvirt_test
+
+import (
+	"context"
+	"encoding/xml"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/yaml"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/kubevirt-plugins/framework/api/celenv"
+)
+
+// The tests of this file take libvirt's own domain parser as the judge of the
+// GuestDefinition merge (api/celenv): every domain a merge produces, from the
+// expressions of the merge rules and from generated ones, on every fixture
+// domain, must be one libvirt's test driver defines.
+
+// repoRoot is the folder holding go.work above the package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("repository root (go.work) not found above the package")
+		}
+		dir = parent
+	}
+}
+
+// fixtureDomains returns the path of every domain fixture: the repository's
+// own, and KubeVirt's generated domains in the shared fixtures beside the
+// repository (../shared/fixtures, or $KVP_SHARED_FIXTURES), which are left
+// out, with a message, when that folder is absent.
+func fixtureDomains(t *testing.T) []string {
+	t.Helper()
+	root := repoRoot(t)
+	paths := []string{
+		filepath.Join(root, "launcher-runtime", "testdata", "domain.xml"),
+		filepath.Join(root, "api", "celenv", "testdata", "domain-small.xml"),
+	}
+	shared := os.Getenv("KVP_SHARED_FIXTURES")
+	if shared == "" {
+		shared = filepath.Join(root, "..", "shared", "fixtures")
+	}
+	sharedXML, err := filepath.Glob(filepath.Join(shared, "*.xml"))
+	if err != nil || len(sharedXML) == 0 {
+		t.Logf("shared fixtures absent from %s: only the repository's domains are checked (the shared fixtures live beside the repository; KVP_SHARED_FIXTURES names another folder)", shared)
+	}
+	return append(paths, sharedXML...)
+}
+
+// loadDomain parses a fixture domain. A fixture that is a fragment (KubeVirt's
+// migration_domain.xml holds devices only) gets the name, memory and OS type
+// libvirt needs to define a domain at all.
+func loadDomain(t *testing.T, path string) *libvirtxml.Domain {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &libvirtxml.Domain{}
+	if err := d.Unmarshal(string(data)); err != nil {
+		t.Fatalf("parsing %s: %v", path, err)
+	}
+	if d.Name == "" {
+		d.Name = strings.TrimSuffix(filepath.Base(path), ".xml")
+	}
+	if d.Memory == nil {
+		d.Memory = &libvirtxml.DomainMemory{Value: 1 << 30, Unit: "b"}
+	}
+	if d.OS == nil {
+		d.OS = &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Type: "hvm"}}
+	}
+	return d
+}
+
+func loadVMI(t *testing.T) *kubevirtv1.VirtualMachineInstance {
+	t.Helper()
+	f, err := os.Open(filepath.Join(repoRoot(t), "launcher-runtime", "testdata", "vmi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	if err := yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(vmi); err != nil {
+		t.Fatal(err)
+	}
+	return vmi
+}
+
+// oracle defines domains on libvirt's test driver.
+type oracle struct{ conn *golibvirt.Connect }
+
+func newOracle(t *testing.T) oracle {
+	t.Helper()
+	conn, err := golibvirt.NewConnect("test:///default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Close() })
+	return oracle{conn: conn}
+}
+
+// define hands d to libvirt's parser, as a domain of the test driver, and
+// undefines it again; it returns libvirt's refusal.
+func (o oracle) define(d *libvirtxml.Domain) error {
+	text, err := d.Marshal()
+	if err != nil {
+		return fmt.Errorf("marshal: %w", err)
+	}
+	// The test driver defines only domains of its own type.
+	text = strings.Replace(text, `<domain type="kvm"`, `<domain type="test"`, 1)
+	dom, err := o.conn.DomainDefineXML(text)
+	if err != nil {
+		return err
+	}
+	defer dom.Free()
+	return dom.Undefine()
+}
+
+func newEnv(t *testing.T) *celenv.Env {
+	t.Helper()
+	// Generated expressions copy whole domains field by field; their cost is
+	// not what these tests are about.
+	e, err := celenv.New(celenv.Options{CostLimit: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func merge(t *testing.T, e *celenv.Env, expr string, vmi *kubevirtv1.VirtualMachineInstance, d *libvirtxml.Domain) *libvirtxml.Domain {
+	t.Helper()
+	tr, err := e.DomainTransform(expr)
+	if err != nil {
+		t.Fatalf("compiling %s: %v", expr, err)
+	}
+	out, err := tr.Merge(context.Background(), vmi, d)
+	if err != nil {
+		t.Fatalf("merging %s: %v", expr, err)
+	}
+	return out
+}
+
+// accepts checks that libvirt defines out, a merge result from the fixture
+// at path: a fixture libvirt itself refuses (the repository's domain.xml has
+// a USB tablet on a disabled USB bus) must be refused for that same reason
+// only, the merge adding no refusal of its own.
+func (o oracle) accepts(t *testing.T, path string, out *libvirtxml.Domain, what string) {
+	t.Helper()
+	err := o.define(out)
+	if err == nil {
+		return
+	}
+	if base := o.define(loadDomain(t, path)); base != nil && base.Error() == err.Error() {
+		return
+	}
+	text, _ := out.Marshal()
+	t.Errorf("%s: libvirt refuses the result of %s: %v\n%s", filepath.Base(path), what, err, text)
+}
+
+// TestFixtureDomainsAreDomainsLibvirtDefines: the oracle accepts the
+// fixtures as they are, but for one the test names, so a refusal below is
+// the merge's doing.
+func TestFixtureDomainsAreDomainsLibvirtDefines(t *testing.T) {
+	o := newOracle(t)
+	for _, path := range fixtureDomains(t) {
+		err := o.define(loadDomain(t, path))
+		switch refused := err != nil; {
+		case filepath.Base(path) == "domain.xml" && refused && strings.Contains(err.Error(), "USB bus is disabled"):
+			t.Logf("%s: refused as it is (%v): merge results must be refused for that reason only", filepath.Base(path), err)
+		case refused:
+			t.Errorf("%s: %v", filepath.Base(path), err)
+		}
+	}
+}
+
+// mergeRuleExpressions are the expressions of the merge rule tests of
+// api/celenv (merge_rules_test.go) and of the issue they come from, written
+// for any domain with at least one disk.
+var mergeRuleExpressions = []string{
+	// A read of an absent element written back (no <boot order="0"/>), and of
+	// absent attributes.
+	`Domain{ID: domainSpec.ID, Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d, DomainDisk{Device: d.Device, Source: d.Source, Target: d.Target, Boot: d.Boot, Alias: d.Alias, ReadOnly: d.ReadOnly,
+		Driver: DomainDiskDriver{Name: d.Driver.Name, Type: d.Driver.Type, IOThread: d.Driver.IOThread}})}}`,
+	// Present-but-empty elements kept, an empty literal added.
+	`Domain{Features: DomainFeatureList{ACPI: domainSpec.Features.ACPI, APIC: domainSpec.Features.APIC, PAE: DomainFeature{}}}`,
+	// Literals chosen by ?:, at the top level, nested and in list elements.
+	`Domain{CPU: vmi.Name != "" ? DomainCPU{Mode: "host-passthrough"} : domainSpec.CPU}`,
+	`vmi.Name != "" ? Domain{Title: ""} : domainSpec`,
+	`vmi.Name != "" ? Domain{Name: "renamed", CPU: DomainCPU{Mode: "host-model"}} : domainSpec`,
+	`Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d, vmi.Name != "" ? DomainDisk{Device: d.Device, Source: d.Source, Target: d.Target, Boot: d.Boot, Alias: d.Alias,
+		ReadOnly: d.Device == "cdrom" ? DomainDiskReadOnly{} : d.ReadOnly,
+		Driver: DomainDiskDriver{Name: d.Driver.Name, Type: d.Driver.Type, Cache: d.Device == "cdrom" ? d.Driver.Cache : "writeback"}} : d)}}`,
+	// Per-device map() edits.
+	`Domain{Devices: DomainDeviceList{
+		Disks: domainSpec.Devices.Disks.map(d, DomainDisk{Device: d.Device, Source: d.Source, Target: d.Target, Alias: d.Alias, Boot: d.Boot, ReadOnly: d.ReadOnly, Address: d.Address,
+			Driver: DomainDiskDriver{Name: d.Driver.Name, Type: d.Driver.Type, IOThread: d.Driver.IOThread, Cache: "writeback"}}),
+		Interfaces: domainSpec.Devices.Interfaces.map(i, DomainInterface{MAC: i.MAC, Source: i.Source, Target: i.Target, Model: i.Model, MTU: i.MTU, Alias: i.Alias, Address: i.Address, Boot: i.Boot, ROM: i.ROM,
+			Driver: DomainInterfaceDriver{Queues: 4u}})}}`,
+	// The benchmark's hook.
+	`Domain{CPU: DomainCPU{Mode: "host-passthrough"},
+		Devices: DomainDeviceList{Watchdogs: [DomainWatchdog{Model: "i6300esb", Action: "reset"}], Disks: domainSpec.Devices.Disks},
+		SysInfo: [DomainSysInfo{SMBIOS: DomainSysInfoSMBIOS{System: DomainSysInfoSystem{Entry: [DomainSysInfoEntry{Name: "manufacturer", Value: "Example"}]}}}]}`,
+}
+
+// TestMergeRuleOutputsAreDomainsLibvirtDefines: the merge rules' expressions
+// give, on every fixture domain, domains libvirt defines.
+func TestMergeRuleOutputsAreDomainsLibvirtDefines(t *testing.T) {
+	o, e, vmi := newOracle(t), newEnv(t), loadVMI(t)
+	for _, path := range fixtureDomains(t) {
+		for i, expr := range mergeRuleExpressions {
+			out := merge(t, e, expr, vmi, loadDomain(t, path))
+			o.accepts(t, path, out, fmt.Sprintf("expression %d:\n%s\n", i, expr))
+		}
+	}
+}
+
+// readBackEverything is Domain{F: domainSpec.F, ...} over every field of
+// Domain.
+func readBackEverything() string {
+	var fields []string
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[libvirtxml.Domain]()) {
+		if !visible(f) {
+			continue
+		}
+		fields = append(fields, f.Name+": domainSpec."+f.Name)
+	}
+	return "Domain{" + strings.Join(fields, ", ") + "}"
+}
+
+// TestReadBackEverythingReproducesTheInput: an expression reading every
+// top-level part of the domain back gives exactly the input XML, on every
+// fixture, and libvirt defines it.
+func TestReadBackEverythingReproducesTheInput(t *testing.T) {
+	o, e, vmi := newOracle(t), newEnv(t), loadVMI(t)
+	expr := readBackEverything()
+	for _, path := range fixtureDomains(t) {
+		in := loadDomain(t, path)
+		want, err := in.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := merge(t, e, expr, vmi, in)
+		got, err := out.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s: %s changed the domain:\n%s\nwant:\n%s", filepath.Base(path), expr, got, want)
+		}
+		o.accepts(t, path, out, expr)
+	}
+}
+
+// TestGeneratedExpressionsGiveDomainsLibvirtDefines generates, for every
+// fixture domain, expressions that rebuild the domain in many ways (struct
+// literals copying fields one by one, conditionals choosing literals or
+// read-backs, has() guards, map() over lists, reads of absent and present
+// elements and attributes), each of which must reproduce the domain exactly,
+// then the same with edits (a CPU mode, an added <pae/>, a cache mode on
+// every disk); every output must be a domain libvirt defines.
+func TestGeneratedExpressionsGiveDomainsLibvirtDefines(t *testing.T) {
+	o, e, vmi := newOracle(t), newEnv(t), loadVMI(t)
+	const perFixture = 12
+	for _, path := range fixtureDomains(t) {
+		in := loadDomain(t, path)
+		want, err := in.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seed := range uint64(perFixture) {
+			g := &generator{rnd: rand.New(rand.NewPCG(seed, 11)), vars: 0}
+			body := g.fields("domainSpec", reflect.TypeFor[libvirtxml.Domain](), reflect.ValueOf(in).Elem(), 0)
+			identity := "Domain{" + strings.Join(body, ", ") + "}"
+			out := merge(t, e, identity, vmi, in)
+			got, err := out.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("%s, seed %d: expression\n%s\nchanged the domain:\n%s", filepath.Base(path), seed, identity, diffLines(want, got))
+				continue
+			}
+			o.accepts(t, path, out, fmt.Sprintf("seed %d:\n%s\n", seed, identity))
+			edits := g.edits()
+			var kept []string
+			for _, f := range body {
+				if !slices.ContainsFunc(edits, func(e string) bool { return strings.SplitN(e, ":", 2)[0] == strings.SplitN(f, ":", 2)[0] }) {
+					kept = append(kept, f)
+				}
+			}
+			edited := "Domain{" + strings.Join(append(kept, edits...), ", ") + "}"
+			out = merge(t, e, edited, vmi, in)
+			o.accepts(t, path, out, fmt.Sprintf("seed %d:\n%s\n", seed, edited))
+			for _, edit := range edits {
+				if !editApplied(edit, in, out, vmi) {
+					t.Errorf("%s, seed %d: edit %s not applied by\n%s", filepath.Base(path), seed, edit, edited)
+				}
+			}
+		}
+	}
+}
+
+// generator writes CEL expressions that evaluate to a given Go value read
+// from the domain, choosing at random among equivalent forms.
+type generator struct {
+	rnd  *rand.Rand
+	vars int
+}
+
+const maxDepth = 4
+
+// cond is a condition that holds for the test VMI, or one that does not.
+func (g *generator) cond() (string, bool) {
+	if g.rnd.IntN(2) == 0 {
+		return `vmi.Name != ""`, true
+	}
+	return `vmi.Name == ""`, false
+}
+
+// fields returns "F: <expr>" for every visible field of struct type t, each
+// expression evaluating to the field of v (read at path).
+func (g *generator) fields(path string, t reflect.Type, v reflect.Value, depth int) []string {
+	var out []string
+	for _, f := range reflect.VisibleFields(t) {
+		if !visible(f) {
+			continue
+		}
+		fv := v.FieldByIndex(f.Index)
+		if g.rnd.IntN(3) == 0 && fv.IsZero() {
+			continue // leaving a zero field out of a literal writes the same zero
+		}
+		out = append(out, f.Name+": "+g.value(path+"."+f.Name, f.Type, fv, depth))
+	}
+	return out
+}
+
+// value returns an expression for the value v of Go type t read at path.
+func (g *generator) value(path string, t reflect.Type, v reflect.Value, depth int) string {
+	elem := t
+	if t.Kind() == reflect.Pointer {
+		elem = t.Elem()
+	}
+	switch {
+	case elem.Kind() == reflect.Struct && literalType(elem) && depth < maxDepth && g.rnd.IntN(3) > 0:
+		var sv reflect.Value
+		present := t.Kind() != reflect.Pointer || !v.IsNil()
+		if present {
+			sv = reflect.Indirect(v)
+		} else {
+			sv = reflect.Zero(elem)
+		}
+		lit := elem.Name() + "{" + strings.Join(g.fields(path, elem, sv, depth+1), ", ") + "}"
+		if t.Kind() == reflect.Pointer {
+			// A literal makes its element present: guard it with has(), or
+			// choose it only when the element is there.
+			if g.rnd.IntN(2) == 0 {
+				return "has(" + path + ") ? " + lit + " : " + path
+			}
+			if !present {
+				return path
+			}
+		}
+		return lit
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct && literalType(t.Elem()) && depth < maxDepth && g.rnd.IntN(2) == 0 && v.Len() > 0:
+		// Every element is rebuilt by a map() body; the body sees one value
+		// of the list, so it is generated from the first element's shape and
+		// must hold for all: copy every field.
+		g.vars++
+		x := fmt.Sprintf("x%d", g.vars)
+		var fields []string
+		for _, f := range reflect.VisibleFields(t.Elem()) {
+			if visible(f) {
+				fields = append(fields, f.Name+": "+g.uniform(x+"."+f.Name, f.Type, depth+1))
+			}
+		}
+		return path + ".map(" + x + ", " + t.Elem().Name() + "{" + strings.Join(fields, ", ") + "})"
+	}
+	if c, holds := g.cond(); g.rnd.IntN(4) == 0 {
+		if holds {
+			return c + " ? " + path + " : " + g.other(path, t)
+		}
+		return c + " ? " + g.other(path, t) + " : " + path
+	}
+	return path
+}
+
+// uniform is like value for a map() body: it cannot look at the element, so
+// it uses only forms that reproduce any value: read-backs, read-backs chosen
+// by a conditional, and has()-guarded literals.
+func (g *generator) uniform(path string, t reflect.Type, depth int) string {
+	elem := t
+	if t.Kind() == reflect.Pointer {
+		elem = t.Elem()
+	}
+	if t.Kind() == reflect.Pointer && elem.Kind() == reflect.Struct && literalType(elem) && depth < maxDepth && g.rnd.IntN(2) == 0 {
+		var fields []string
+		for _, f := range reflect.VisibleFields(elem) {
+			if visible(f) {
+				fields = append(fields, f.Name+": "+g.uniform(path+"."+f.Name, f.Type, depth+1))
+			}
+		}
+		return "has(" + path + ") ? " + elem.Name() + "{" + strings.Join(fields, ", ") + "} : " + path
+	}
+	if c, holds := g.cond(); g.rnd.IntN(4) == 0 {
+		if holds {
+			return c + " ? " + path + " : " + g.other(path, t)
+		}
+		return c + " ? " + g.other(path, t) + " : " + path
+	}
+	return path
+}
+
+// other is an expression of type t that differs from the value at path,
+// for the branch of a conditional that is not taken.
+func (g *generator) other(path string, t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return `"not taken"`
+	case reflect.Pointer:
+		if t.Elem().Kind() == reflect.Struct && literalType(t.Elem()) {
+			return t.Elem().Name() + "{}"
+		}
+	}
+	return path
+}
+
+// edits are top-level fields that change the domain in ways libvirt accepts.
+func (g *generator) edits() []string {
+	all := []string{
+		`CPU: DomainCPU{Mode: "host-passthrough"}`,
+		`Features: DomainFeatureList{ACPI: domainSpec.Features.ACPI, PAE: DomainFeature{}}`,
+		`Title: vmi.Name`,
+		`OnCrash: "destroy"`,
+	}
+	g.rnd.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	return all[:1+g.rnd.IntN(2)]
+}
+
+// editApplied checks the effect of one of the edits on out, merged from in.
+func editApplied(edit string, in, out *libvirtxml.Domain, vmi *kubevirtv1.VirtualMachineInstance) bool {
+	switch strings.SplitN(edit, ":", 2)[0] {
+	case "CPU":
+		return out.CPU != nil && out.CPU.Mode == "host-passthrough"
+	case "Features":
+		hadACPI := in.Features != nil && in.Features.ACPI != nil
+		return out.Features != nil && out.Features.PAE != nil && (out.Features.ACPI != nil) == hadACPI
+	case "Title":
+		return out.Title == vmi.Name
+	case "OnCrash":
+		return out.OnCrash == "destroy"
+	}
+	return false
+}
+
+// visible reports whether CEL sees field f: exported, not embedded, not the
+// XML name, of a type CEL can read.
+func visible(f reflect.StructField) bool {
+	if !f.IsExported() || f.Anonymous || len(f.Index) > 1 || f.Type == reflect.TypeFor[xml.Name]() {
+		return false
+	}
+	return celReadable(f.Type, 0)
+}
+
+func celReadable(t reflect.Type, depth int) bool {
+	if depth > 3 {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Interface, reflect.Func, reflect.Chan:
+		return false
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return celReadable(t.Elem(), depth+1)
+	case reflect.Map:
+		return celReadable(t.Key(), depth+1) && celReadable(t.Elem(), depth+1)
+	}
+	return true
+}
+
+// literalType reports whether a struct type can be rebuilt field by field
+// from CEL: every field visible or the XML name.
+func literalType(t reflect.Type) bool {
+	if t.PkgPath() != reflect.TypeFor[libvirtxml.Domain]().PkgPath() {
+		return false
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type == reflect.TypeFor[xml.Name]() {
+			continue
+		}
+		if !visible(f) {
+			return false
+		}
+	}
+	return true
+}
+
+// diffLines shows the first lines where got differs from want.
+func diffLines(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d\n  want: %s\n  got:  %s\n", i+1, wl, gl)
+			if b.Len() > 2000 {
+				break
+			}
+		}
+	}
+	return b.String()
+}
