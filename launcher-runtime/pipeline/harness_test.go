@@ -5,11 +5,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -226,4 +228,28 @@ func mustContain(t testing.TB, err error, parts ...string) {
 			t.Errorf("error %q does not contain %q", err, p)
 		}
 	}
+}
+
+// errorLog is a logr.LogSink keeping the errors of the lines logged with
+// Error, as a host's logger would receive them.
+type errorLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errorLog) Init(logr.RuntimeInfo)          {}
+func (l *errorLog) Enabled(int) bool               { return true }
+func (l *errorLog) Info(int, string, ...any)       {}
+func (l *errorLog) WithValues(...any) logr.LogSink { return l }
+func (l *errorLog) WithName(string) logr.LogSink   { return l }
+func (l *errorLog) Error(err error, _ string, _ ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+}
+
+func (l *errorLog) logged() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.errs)
 }
