@@ -12,8 +12,9 @@
 // condition and its own condition both hold; an error while evaluating a
 // condition fails the call whatever the failure strategy. A failing hook
 // fails the call under failureStrategy Fail (the hook's, else the plugin's,
-// else Fail) and is skipped, leaving no trace, under Ignore. Cancelling the
-// context fails the call whatever the strategy.
+// else Fail) and is skipped under Ignore, leaving no trace in the result
+// (it is logged, see below). Cancelling the context fails the call
+// whatever the strategy.
 //
 // CEL hooks (GuestDefinition only) merge their Domain{...} into the domain
 // inline. Sidecar hooks are gRPC calls over the Unix socket the plugin
@@ -35,6 +36,11 @@
 // the hook point and the socket, and wrap the cause:
 //
 //	plugin "x" launcher hook #1 (sidecar) at PreBoot: calling the sidecar (timeout 30s): rpc error: ...
+//
+// A failure of the legacy hook sidecars is a *HookError too, with Kind
+// KindLegacy, HookIndex LegacyHooksIndex and no plugin. A failure skipped
+// under Ignore is not returned: its *HookError is the error of the line
+// logged to Options.Logger (and it is counted with outcome ignored).
 //
 // With Options.Registerer set, the Pipeline records
 // kubevirt_plugin_launcher_hook_duration_seconds{plugin,hook_point} and

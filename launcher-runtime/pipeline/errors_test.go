@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,13 +19,32 @@ import (
 // TestHookFailureIsATypedHookError: every kind of hook failure reaches the
 // host as a *pipeline.HookError it can errors.As, with the plugin, hook
 // index, kind, hook point and socket as fields, and the cause still
-// reachable through the chain (gRPC status, missing socket).
+// reachable through the chain (gRPC status, missing socket, timeout,
+// cancellation); the legacy hook sidecars' failures too, with no plugin.
 func TestHookFailureIsATypedHookError(t *testing.T) {
 	root := socketRoot(t)
 	failingGD := &sidecar{guestDefinition: func(context.Context, *hooksv1alpha1.GuestDefinitionRequest) (*hooksv1alpha1.GuestDefinitionResponse, error) {
 		return nil, status.Error(codes.Internal, "cannot rewrite the domain")
 	}}
 	sidecarSocket := serve(t, root, "side", "hook.sock", failingGD)
+	failingPMS := &sidecar{preMigrationSource: func(context.Context, *hooksv1alpha1.PreMigrationSourceRequest) (*hooksv1alpha1.PreMigrationSourceResponse, error) {
+		return nil, status.Error(codes.FailedPrecondition, "migration not possible now")
+	}}
+	pmsSocket := serve(t, root, "mig", "hook.sock", failingPMS)
+	hang := func(ctx context.Context, _ *hooksv1alpha1.PreBootRequest) (*hooksv1alpha1.PreBootResponse, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	hangSocket := serve(t, root, "slow", "hook.sock", &sidecar{preBoot: hang})
+	// cancelled is a context cancelled as soon as the sidecar serving
+	// cancelSocket receives its call, as a migration abort would.
+	cancelled, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelSocket := serve(t, root, "abort", "hook.sock", &sidecar{preBoot: func(ctx context.Context, req *hooksv1alpha1.PreBootRequest) (*hooksv1alpha1.PreBootResponse, error) {
+		cancel()
+		return hang(ctx, req)
+	}})
+	legacyFailed := errors.New("hook sidecar crashed")
 	vmi := testVMI(t)
 	for _, tc := range []struct {
 		name    string
@@ -32,31 +52,65 @@ func TestHookFailureIsATypedHookError(t *testing.T) {
 		point   pluginv1alpha1.LauncherHookPoint
 		want    pipeline.HookError
 		isCause func(error) bool
+		ctx     context.Context           // default: context.Background()
+		opts    func(o *pipeline.Options) // default: none
 	}{
 		{"SidecarStatus", plugin("side", celHook(celAppend("x")), sidecarHook(sidecarSocket, gd)), gd,
 			pipeline.HookError{Plugin: "side", HookIndex: 1, Kind: pipeline.KindSidecar, HookPoint: gd, Socket: sidecarSocket},
-			func(err error) bool { return status.Code(err) == codes.Internal }},
+			func(err error) bool { return status.Code(err) == codes.Internal }, nil, nil},
 		{"CELEvaluation", plugin("cel", celHook(celAppend("x")), celHook(`Domain{Title: vmi.Annotations["absent"]}`)), gd,
 			pipeline.HookError{Plugin: "cel", HookIndex: 1, Kind: pipeline.KindCEL, HookPoint: gd},
-			func(err error) bool { return err != nil }},
+			func(err error) bool { return err != nil }, nil, nil},
 		{"SocketNeverAppeared", plugin("gone", sidecarHook(declared("gone", "hook.sock"), pb)), pb,
 			pipeline.HookError{Plugin: "gone", HookIndex: 0, Kind: pipeline.KindSidecar, HookPoint: pb, Socket: declared("gone", "hook.sock")},
-			func(err error) bool { return errors.Is(err, fs.ErrNotExist) }},
+			func(err error) bool { return errors.Is(err, fs.ErrNotExist) }, nil, nil},
 		{"PluginCondition", func() pluginv1alpha1.Plugin {
 			p := plugin("cond", sidecarHook(declared("cond", "hook.sock"), pb))
 			p.Spec.Condition = `vmi.Labels["no-such-label"] == "x"`
 			return p
 		}(), pb,
 			pipeline.HookError{Plugin: "cond", HookIndex: pipeline.PluginCondition, HookPoint: pb},
-			func(err error) bool { return err != nil }},
+			func(err error) bool { return err != nil }, nil, nil},
+		{"PreMigrationSourceStatus", plugin("mig", sidecarHook(pmsSocket, pms)), pms,
+			pipeline.HookError{Plugin: "mig", HookIndex: 0, Kind: pipeline.KindSidecar, HookPoint: pms, Socket: pmsSocket},
+			func(err error) bool { return status.Code(err) == codes.FailedPrecondition }, nil, nil},
+		{"Timeout", plugin("slow", withTimeout(sidecarHook(hangSocket, pb), 100*time.Millisecond)), pb,
+			pipeline.HookError{Plugin: "slow", HookIndex: 0, Kind: pipeline.KindSidecar, HookPoint: pb, Socket: hangSocket},
+			func(err error) bool { return status.Code(err) == codes.DeadlineExceeded }, nil, nil},
+		// Ignore does not turn a cancelled operation into a success.
+		{"Cancelled", plugin("abort", ignore(sidecarHook(cancelSocket, pb))), pb,
+			pipeline.HookError{Plugin: "abort", HookIndex: 0, Kind: pipeline.KindSidecar, HookPoint: pb, Socket: cancelSocket},
+			func(err error) bool { return errors.Is(err, context.Canceled) }, cancelled, nil},
+		{"LegacyHookSidecars", plugin("after", celHook(celAppend("x"))), gd,
+			pipeline.HookError{HookIndex: pipeline.LegacyHooksIndex, Kind: pipeline.KindLegacy, HookPoint: gd},
+			func(err error) bool { return errors.Is(err, legacyFailed) }, nil,
+			func(o *pipeline.Options) { o.LegacyHooks = &legacyHooks{err: legacyFailed} }},
+		{"LegacyAnswerDoesNotDecode", plugin("after", celHook(celAppend("x"))), gd,
+			pipeline.HookError{HookIndex: pipeline.LegacyHooksIndex, Kind: pipeline.KindLegacy, HookPoint: gd},
+			func(err error) bool { return strings.Contains(err.Error(), "invalid domain XML") }, nil,
+			func(o *pipeline.Options) {
+				o.LegacyHooks = &legacyHooks{answer: []byte(`<domain type="kvm"><vcpu>many</vcpu></domain>`)}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPipeline(t, root, []pluginv1alpha1.Plugin{tc.plugin}, func(o *pipeline.Options) { o.SocketWaitBudget = 100 * time.Millisecond })
+			p := newPipeline(t, root, []pluginv1alpha1.Plugin{tc.plugin}, func(o *pipeline.Options) {
+				o.SocketWaitBudget = 100 * time.Millisecond
+				if tc.opts != nil {
+					tc.opts(o)
+				}
+			})
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
 			var err error
-			if tc.point == gd {
-				_, err = p.GuestDefinition(context.Background(), vmi, testDomain(t), pipeline.Boot)
-			} else {
-				err = p.PreBoot(context.Background(), vmi, pipeline.Artifacts{})
+			switch tc.point {
+			case gd:
+				_, err = p.GuestDefinition(ctx, vmi, testDomain(t), pipeline.Boot)
+			case pb:
+				err = p.PreBoot(ctx, vmi, pipeline.Artifacts{})
+			case pms:
+				_, err = p.PreMigrationSource(ctx, vmi, 0, baseParams())
 			}
 			var he *pipeline.HookError
 			if !errors.As(err, &he) {

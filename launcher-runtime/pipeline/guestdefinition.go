@@ -137,7 +137,7 @@ func (c *call) decoded(s *domainState) (*domainState, error) {
 		r := s.from
 		if r == nil {
 			// Only the legacy hook sidecars' answer has no plugin hook.
-			return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: %w", err)
+			return nil, legacyHookError(err)
 		}
 		herr := c.hookError(r.pl, r.h, fmt.Errorf("sidecar response: %w", err))
 		if r.h.strategy != pluginv1alpha1.Ignore {
@@ -164,14 +164,14 @@ func (e *earlierHookFailed) Unwrap() error { return e.err }
 func (p *Pipeline) runLegacyHooks(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, state *domainState) (*domainState, error) {
 	in, err := state.encoded()
 	if err != nil {
-		return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: encoding the domain: %w", err)
+		return nil, legacyHookError(fmt.Errorf("encoding the domain: %w", err))
 	}
 	out, err := p.opts.LegacyHooks.RunGuestDefinition(ctx, vmi, in)
 	if err != nil {
-		return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: %w", err)
+		return nil, legacyHookError(err)
 	}
 	if err := checkDomainOutline(out); err != nil {
-		return nil, fmt.Errorf("legacy hook sidecars at GuestDefinition: %w", err)
+		return nil, legacyHookError(err)
 	}
 	if bytes.Equal(out, in) {
 		return state, nil
@@ -250,4 +250,10 @@ func parseDomain(data []byte) (*libvirtxml.Domain, error) {
 		return nil, fmt.Errorf("invalid domain XML: %w", err)
 	}
 	return d, nil
+}
+
+// legacyHookError is the *HookError of a failure of the legacy hook
+// sidecars, which run at GuestDefinition only.
+func legacyHookError(err error) error {
+	return &HookError{HookIndex: LegacyHooksIndex, Kind: KindLegacy, HookPoint: pluginv1alpha1.GuestDefinition, Err: err}
 }
