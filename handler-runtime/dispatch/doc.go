@@ -16,7 +16,10 @@
 //
 // Node hooks of one VMI are ordered per VMI, not per (VMI, hook point):
 // a dispatch of a VMI waits until the dispatch of the same VMI already
-// running has returned, whatever either's hook point. If the host calls
+// running has returned, whatever either's hook point. Dispatches of one VMI
+// that wait run in the order they were called (a queue per VMI, first come
+// first served); one whose context ends leaves the queue and the others keep
+// their places. If the host calls
 // OnVMStop while PreVMStart is still running, OnVMStop waits until
 // PreVMStart's hooks have returned (each bounded by its timeout), then calls
 // the OnVMStop hooks; if OnVMStop's own context ends first it fails with

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestSameKeyIsExclusiveOtherKeysAreNot(t *testing.T) {
@@ -72,5 +76,98 @@ func TestWaitingCountsOnlyCallersThatWaitForTheKey(t *testing.T) {
 	(<-got)()
 	if n := l.Waiting("a"); n != 0 {
 		t.Fatalf("Waiting after every lock was released = %d", n)
+	}
+}
+
+// TestWaitersGetTheKeyInTheOrderTheyAsked queues waiters one after the
+// other behind a holder (each is queued before the next one asks) and
+// releases the key: they get it in the order they asked, also when one in
+// the middle gives up first.
+func TestWaitersGetTheKeyInTheOrderTheyAsked(t *testing.T) {
+	var l Locks[string]
+	unlock, err := l.Lock(context.Background(), "vmi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	const quitter = 3
+	quit, cancelQuitter := context.WithCancel(context.Background())
+	defer cancelQuitter()
+	var order []int // appended while holding the key
+	done := make(chan error, n)
+	for i := range n {
+		ctx := context.Background()
+		if i == quitter {
+			ctx = quit
+		}
+		go func() {
+			u, err := l.Lock(ctx, "vmi")
+			if err != nil {
+				done <- err
+				return
+			}
+			order = append(order, i)
+			u()
+			done <- nil
+		}()
+		for l.Waiting("vmi") != i+1 {
+			runtime.Gosched()
+		}
+	}
+	cancelQuitter()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter whose context ended got %v, want context.Canceled", err)
+	}
+	for l.Waiting("vmi") != n-1 {
+		runtime.Gosched()
+	}
+	unlock()
+	for range n - 1 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []int{0, 1, 2, 4, 5, 6, 7}
+	if !slices.Equal(order, want) {
+		t.Fatalf("waiters got the key in the order %v, want %v", order, want)
+	}
+	if n := l.Len(); n != 0 {
+		t.Fatalf("%d keys still tracked after every lock was released", n)
+	}
+}
+
+// TestCancellationsRacingHandOversNeitherLoseNorShareTheKey: waiters whose
+// contexts end while the key is being handed to them pass it on; at no
+// time do two callers hold it, and nothing is left tracked at the end.
+func TestCancellationsRacingHandOversNeitherLoseNorShareTheKey(t *testing.T) {
+	var l Locks[int]
+	var holders atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%7)*50*time.Microsecond)
+			defer cancel()
+			u, err := l.Lock(ctx, 0)
+			if err != nil {
+				return
+			}
+			if holders.Add(1) != 1 {
+				t.Error("two callers hold the key at once")
+			}
+			time.Sleep(20 * time.Microsecond)
+			holders.Add(-1)
+			u()
+		}()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := l.Lock(ctx, 0); err != nil {
+		t.Fatalf("the key was lost: %v", err)
+	}
+	if n := l.Waiting(0); n != 0 {
+		t.Fatalf("%d waiters left", n)
 	}
 }
