@@ -69,7 +69,78 @@ func TestDeployKustomizationIsAcceptedByTheAPIServer(t *testing.T) {
 	if got := kinds(objs); !slices.Equal(got, want) {
 		t.Fatalf("deploy/ builds\n%v\nwant\n%v", got, want)
 	}
+	checkMetricsService(t, objs, "plugin-controller-metrics", "plugin-controller")
 	dryRunApply(t, objs)
+}
+
+// TestLabelSyncerKustomizationIsAcceptedByTheAPIServer: deploy/label-syncer,
+// installed on its own, ships what deploy/controller does for metrics (the
+// HTTPS Service and the metrics-reader ClusterRole), and the API server
+// accepts all of it.
+func TestLabelSyncerKustomizationIsAcceptedByTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	objs := kustomize(t, "deploy", "label-syncer")
+	want := []string{
+		"ClusterRole/label-syncer", "ClusterRole/label-syncer-metrics-reader", "ClusterRoleBinding/label-syncer",
+		"Deployment/label-syncer", "Role/label-syncer", "RoleBinding/label-syncer",
+		"Service/label-syncer-metrics", "ServiceAccount/label-syncer",
+	}
+	if got := kinds(objs); !slices.Equal(got, want) {
+		t.Fatalf("deploy/label-syncer builds\n%v\nwant\n%v", got, want)
+	}
+	checkMetricsService(t, objs, "label-syncer-metrics", "label-syncer")
+	dryRunApply(t, objs)
+}
+
+// checkMetricsService: the Service named service selects the Pods of the
+// Deployment named deployment (and nothing wider than its selector) and
+// sends port 8443 to the container port the metrics are served on.
+func checkMetricsService(t *testing.T, objs []*unstructured.Unstructured, service, deployment string) {
+	t.Helper()
+	var svc, dep *unstructured.Unstructured
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Service" && o.GetName() == service:
+			svc = o
+		case o.GetKind() == "Deployment" && o.GetName() == deployment:
+			dep = o
+		}
+	}
+	if svc == nil || dep == nil {
+		t.Fatalf("want Service %s and Deployment %s, got %v", service, deployment, kinds(objs))
+	}
+	selector, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+	podLabels, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "metadata", "labels")
+	if len(selector) == 0 {
+		t.Errorf("Service %s selects nothing", service)
+	}
+	for k, v := range selector {
+		if podLabels[k] != v {
+			t.Errorf("Service %s selects %s=%s, which the Pods of %s do not carry (%v)", service, k, v, deployment, podLabels)
+		}
+	}
+	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if len(ports) != 1 {
+		t.Fatalf("Service %s has ports %v, want the metrics port alone", service, ports)
+	}
+	port := ports[0].(map[string]any)
+	target, _ := port["targetPort"].(string)
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	var containerPort int64
+	for _, c := range containers {
+		cports, _, _ := unstructured.NestedSlice(c.(map[string]any), "ports")
+		for _, cp := range cports {
+			if cp.(map[string]any)["name"] == target {
+				containerPort, _, _ = unstructured.NestedInt64(cp.(map[string]any), "containerPort")
+			}
+		}
+	}
+	if containerPort != 8443 || port["port"] != int64(8443) {
+		t.Errorf("Service %s sends port %v to targetPort %q (container port %d), want 8443 to the metrics port 8443", service, port["port"], target, containerPort)
+	}
 }
 
 // dryRunApply server-side applies objs in dry-run mode: the API server
