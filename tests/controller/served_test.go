@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -11,6 +12,27 @@ import (
 
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
+
+// TestTheEmulatedVersionDecidesWhetherMutatingAdmissionPolicyIsServed keeps
+// the version matrix of `make test` from collapsing into one version: an
+// API server emulating a minor before 1.36 must not serve
+// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, and one at 1.36
+// or later (or at the binary's own version, the newest) must. Were the
+// emulated version silently dropped, the "1.33" run would be a second run
+// at the newest version.
+func TestTheEmulatedVersionDecidesWhetherMutatingAdmissionPolicyIsServed(t *testing.T) {
+	want := true
+	if v := server.EmulatedVersion; v != "" {
+		var major, minor int
+		if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+			t.Fatalf("emulated version %q: %v", v, err)
+		}
+		want = major > 1 || minor >= 36
+	}
+	if got := servesKind(t, "MutatingAdmissionPolicy"); got != want {
+		t.Fatalf("the API server (emulated version %q) serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy: %v, want %v", server.EmulatedVersion, got, want)
+	}
+}
 
 // The README tells admins of clusters older than 1.36 to use a webhook for
 // injection: there the sample policy cannot be installed at all.
