@@ -20,6 +20,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
+	"github.com/kubevirt-plugins/framework/api/celenv/celenvtest"
 )
 
 // The tests of this file take libvirt's own domain parser as the judge of the
@@ -193,10 +194,46 @@ func TestFixtureDomainsAreDomainsLibvirtDefines(t *testing.T) {
 	}
 }
 
-// mergeRuleExpressions are the expressions of the merge rule tests of
-// api/celenv (merge_rules_test.go) and of the issue they come from, written
-// for any domain with at least one disk.
-var mergeRuleExpressions = []string{
+// TestMergeRuleOutputsAreDomainsLibvirtDefines runs the merge rule cases of
+// api/celenv (testdata/merge, also run by celenv's TestMergeRules): every
+// expression of a case gives exactly the case's domain from its input, and
+// libvirt defines that domain.
+func TestMergeRuleOutputsAreDomainsLibvirtDefines(t *testing.T) {
+	cases, err := celenvtest.LoadMergeCases(filepath.Join(repoRoot(t), "api", "celenv", "testdata", "merge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, e := newOracle(t), newEnv(t)
+	for _, c := range cases {
+		t.Run(c.Rule, func(t *testing.T) {
+			in := &libvirtxml.Domain{}
+			if err := in.Unmarshal(c.Input); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.define(in); err != nil {
+				t.Fatalf("libvirt refuses the input: %v", err)
+			}
+			for _, x := range c.Exprs {
+				out := merge(t, e, x.Text, celenvtest.VMI(), in)
+				got, err := out.Marshal()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != c.Want {
+					t.Errorf("expr %s gives\n%s\nwant\n%s", x.Variant, got, c.Want)
+				}
+				if err := o.define(out); err != nil {
+					t.Errorf("expr %s: libvirt refuses the result: %v\n%s", x.Variant, err, got)
+				}
+			}
+		})
+	}
+}
+
+// ruleEditsForAnyDomain are the merge rules' kinds of edit written for any
+// domain (per-device edits by map() rather than by index): each must give, on
+// every fixture domain, a domain libvirt defines.
+var ruleEditsForAnyDomain = []string{
 	// A read of an absent element written back (no <boot order="0"/>), and of
 	// absent attributes.
 	`Domain{ID: domainSpec.ID, Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d, DomainDisk{Device: d.Device, Source: d.Source, Target: d.Target, Boot: d.Boot, Alias: d.Alias, ReadOnly: d.ReadOnly,
@@ -222,12 +259,13 @@ var mergeRuleExpressions = []string{
 		SysInfo: [DomainSysInfo{SMBIOS: DomainSysInfoSMBIOS{System: DomainSysInfoSystem{Entry: [DomainSysInfoEntry{Name: "manufacturer", Value: "Example"}]}}}]}`,
 }
 
-// TestMergeRuleOutputsAreDomainsLibvirtDefines: the merge rules' expressions
-// give, on every fixture domain, domains libvirt defines.
-func TestMergeRuleOutputsAreDomainsLibvirtDefines(t *testing.T) {
+// TestMergeRuleEditsOnEveryFixtureAreDomainsLibvirtDefines: the edits of
+// ruleEditsForAnyDomain give, on every fixture domain, domains libvirt
+// defines.
+func TestMergeRuleEditsOnEveryFixtureAreDomainsLibvirtDefines(t *testing.T) {
 	o, e, vmi := newOracle(t), newEnv(t), loadVMI(t)
 	for _, path := range fixtureDomains(t) {
-		for i, expr := range mergeRuleExpressions {
+		for i, expr := range ruleEditsForAnyDomain {
 			out := merge(t, e, expr, vmi, loadDomain(t, path))
 			o.accepts(t, path, out, fmt.Sprintf("expression %d:\n%s\n", i, expr))
 		}
