@@ -313,9 +313,13 @@ func TestReadBackEverythingReproducesTheInput(t *testing.T) {
 // fixture domain, expressions that rebuild the domain in many ways (struct
 // literals copying fields one by one, conditionals choosing literals or
 // read-backs, has() guards, map() over lists, reads of absent and present
-// elements and attributes), each of which must reproduce the domain exactly,
-// then the same with edits (a CPU mode, an added <pae/>, a cache mode on
-// every disk); every output must be a domain libvirt defines.
+// elements and attributes), each of which must reproduce the domain exactly.
+// Then it replaces some top-level fields of each by edits: always a list
+// edit by map() rebuilding every disk with cache="writeback" and every
+// interface with queues="4" (their other fields copied by generated
+// read-backs), and one or two of a CPU mode, an added <pae/>, a title and a
+// crash action. Each edit must have exactly its effect (editApplied), and
+// every output must be a domain libvirt defines.
 func TestGeneratedExpressionsGiveDomainsLibvirtDefines(t *testing.T) {
 	o, e, vmi := newOracle(t), newEnv(t), loadVMI(t)
 	const perFixture = 12
@@ -482,21 +486,83 @@ func (g *generator) other(path string, t reflect.Type) string {
 	return path
 }
 
-// edits are top-level fields that change the domain in ways libvirt accepts.
+// edits are top-level fields that change the domain in ways libvirt
+// accepts: always a list edit by map() on the devices (a cache mode on every
+// disk, queues on every interface, every other field of each device copied
+// by generated read-backs), and one or two of a CPU mode, an added <pae/>, a
+// title and a crash action.
 func (g *generator) edits() []string {
-	all := []string{
+	devices := "Devices: DomainDeviceList{" +
+		"Disks: " + g.listEdit("domainSpec.Devices.Disks", reflect.TypeFor[libvirtxml.DomainDisk](), "Driver", "Cache", `"writeback"`) + ", " +
+		"Interfaces: " + g.listEdit("domainSpec.Devices.Interfaces", reflect.TypeFor[libvirtxml.DomainInterface](), "Driver", "Queues", "4u") + "}"
+	others := []string{
 		`CPU: DomainCPU{Mode: "host-passthrough"}`,
 		`Features: DomainFeatureList{ACPI: domainSpec.Features.ACPI, PAE: DomainFeature{}}`,
 		`Title: vmi.Name`,
 		`OnCrash: "destroy"`,
 	}
-	g.rnd.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	return all[:1+g.rnd.IntN(2)]
+	g.rnd.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	return append([]string{devices}, others[:1+g.rnd.IntN(2)]...)
+}
+
+// listEdit is path.map(x, T{...}) rebuilding every element of the list of
+// struct type t: each field is copied by a generated read-back (g.uniform),
+// but for the struct field sub, rebuilt by a literal whose fields are copied
+// the same way, but for set, written as value.
+func (g *generator) listEdit(path string, t reflect.Type, sub, set, value string) string {
+	g.vars++
+	x := fmt.Sprintf("x%d", g.vars)
+	var fields []string
+	for _, f := range reflect.VisibleFields(t) {
+		if !visible(f) {
+			continue
+		}
+		if f.Name != sub {
+			fields = append(fields, f.Name+": "+g.uniform(x+"."+f.Name, f.Type, 1))
+			continue
+		}
+		st := f.Type.Elem()
+		var subFields []string
+		for _, sf := range reflect.VisibleFields(st) {
+			if visible(sf) && sf.Name != set {
+				subFields = append(subFields, sf.Name+": "+g.uniform(x+"."+sub+"."+sf.Name, sf.Type, 2))
+			}
+		}
+		subFields = append(subFields, set+": "+value)
+		fields = append(fields, sub+": "+st.Name()+"{"+strings.Join(subFields, ", ")+"}")
+	}
+	return path + ".map(" + x + ", " + t.Name() + "{" + strings.Join(fields, ", ") + "})"
 }
 
 // editApplied checks the effect of one of the edits on out, merged from in.
 func editApplied(edit string, in, out *libvirtxml.Domain, vmi *kubevirtv1.VirtualMachineInstance) bool {
 	switch strings.SplitN(edit, ":", 2)[0] {
+	case "Devices":
+		// Each device is the input's with the one attribute set, nothing
+		// else changed (compared as XML: a list read back may come out
+		// empty where the input's was nil).
+		want := *in.Devices
+		want.Disks = slices.Clone(in.Devices.Disks)
+		for i := range want.Disks {
+			drv := libvirtxml.DomainDiskDriver{}
+			if want.Disks[i].Driver != nil {
+				drv = *want.Disks[i].Driver
+			}
+			drv.Cache = "writeback"
+			want.Disks[i].Driver = &drv
+		}
+		want.Interfaces = slices.Clone(in.Devices.Interfaces)
+		for i := range want.Interfaces {
+			drv := libvirtxml.DomainInterfaceDriver{}
+			if want.Interfaces[i].Driver != nil {
+				drv = *want.Interfaces[i].Driver
+			}
+			drv.Queues = 4
+			want.Interfaces[i].Driver = &drv
+		}
+		w, werr := xml.Marshal(&want)
+		o, oerr := xml.Marshal(out.Devices)
+		return werr == nil && oerr == nil && string(w) == string(o)
 	case "CPU":
 		return out.CPU != nil && out.CPU.Mode == "host-passthrough"
 	case "Features":
