@@ -109,3 +109,33 @@ func TestHasAndReadsThroughAbsentElements(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeMapVariableIsAComputedValue: a read that reaches a field through
+// a map() variable is a plain value, as the package documentation says:
+// [d.Driver.IOThread].map(x, x)[0] writes iothread="0" on the disk without
+// one (which libvirt refuses, so this is no case of testdata/merge), while
+// [d.Driver.IOThread][0] leaves it absent.
+func TestMergeMapVariableIsAComputedValue(t *testing.T) {
+	e := newEnv(t, Options{})
+	for _, tc := range []struct {
+		init string
+		want *uint
+	}{
+		{`[d.Driver.IOThread].map(x, x)[0]`, new(uint)},
+		{`[d.Driver.IOThread][0]`, nil},
+	} {
+		tr, err := e.DomainTransform(`Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d,
+			DomainDisk{Target: d.Target, Driver: DomainDiskDriver{IOThread: ` + tc.init + `}})}}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := tr.Merge(context.Background(), vmiWithLabels(nil), loadDomain(t, "testdata/domain-small.xml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.Devices.Disks[1].Driver.IOThread
+		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+			t.Errorf("IOThread: %s on a disk without iothread: got %v, want %v", tc.init, got, tc.want)
+		}
+	}
+}
