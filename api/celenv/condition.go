@@ -23,7 +23,7 @@ func (e *Env) Condition(expr string) (*Condition, error) {
 				return ""
 			}
 			return fmt.Sprintf("a condition must evaluate to bool, this one evaluates to %s", out)
-		}, nil)
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -69,9 +69,16 @@
 //     absent <numatune> absent, DomainFeatureList{ACPI:
 //     domainSpec.Features.ACPI} keeps a present <acpi/>, and
 //     DomainDisk{..., Boot: d.Boot} adds no <boot> to a disk that has none.
-//     An attribute read back as the initialiser of a field (IOThread:
-//     d.Driver.IOThread, or a branch of a ?: there) stays absent when it was.
-//     A value computed from reads (d.Boot.Order + 1u) is written.
+//     Attributes alike: a read of an absent attribute that reaches a field's
+//     initialiser unchanged leaves the field absent, wherever the value went
+//     on the way: IOThread: d.Driver.IOThread, a branch of ?: there, a list
+//     element taken back by an index ([d.Driver.IOThread][0]), a map() or
+//     filter() result, a list concatenation. This is tracked at run time:
+//     the read yields a zero value that remembers the attribute was absent.
+//     A value computed from reads (d.Boot.Order + 1u, a comparison, a
+//     function's result, a map() variable) is a plain value and is written:
+//     IOThread: [d.Driver.IOThread].map(x, x)[0] writes iothread="0" on a
+//     disk without one.
 //   - Lists are replaced wholesale, never merged element by element, and a
 //     list element starts from nothing: DomainDisk{...} in a list or a map()
 //     body is a new disk holding what the literal writes (merged into an

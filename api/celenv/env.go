@@ -88,9 +88,9 @@ func New(opts Options) (*Env, error) {
 	}
 	var transformTypes *goTypes
 	transforms, err := cel.NewEnv(append(common,
-		// optional.of and optional.none express "leave the field unset": the
-		// compiler uses them to keep absent attributes absent (keepAbsent).
-		// They register a type, so they come before the custom provider.
+		// optional.of and optional.none, and ?F: in literals, leave a field
+		// unset. They register a type, so they come before the custom
+		// provider.
 		cel.OptionalTypes(),
 		nativeGoTypes(&transformTypes, vmiType, domainType),
 		// Bare Domain, DomainCPU, ... name the libvirtxml types.
@@ -122,9 +122,8 @@ type compiled struct {
 
 // compile parses, checks, verifies the result type, estimates the cost and
 // plans the program. resultCheck returns a message when the result type is
-// wrong; rewrite, when not nil, returns the checked AST to estimate and plan
-// in place of the one the user wrote (errors are reported on the latter).
-func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) string, rewrite func(*cel.Ast) (*cel.Ast, error)) (*compiled, error) {
+// wrong.
+func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) string) (*compiled, error) {
 	e.compilations.Add(1)
 	parsed, iss := env.Parse(expr)
 	if iss.Err() != nil {
@@ -136,12 +135,6 @@ func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) s
 	}
 	if msg := resultCheck(checked.OutputType()); msg != "" {
 		return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: msg}
-	}
-	if rewrite != nil {
-		var err error
-		if checked, err = rewrite(checked); err != nil {
-			return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: err.Error()}
-		}
 	}
 	est, err := env.EstimateCost(checked, sizeEstimator{})
 	if err != nil {
@@ -163,6 +156,7 @@ func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) s
 		cel.EvalOptions(cel.OptOptimize),
 	}
 	if env == e.transforms {
+		e.transformTypes.markCarriedReads(checked.NativeRep())
 		opts = append(opts, cel.CustomDecorator(e.transformTypes.structConstructors(checked.NativeRep())))
 	}
 	program, err := env.Program(checked, opts...)

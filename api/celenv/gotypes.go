@@ -184,7 +184,12 @@ func (g *goTypes) FindStructFieldNames(name string) ([]string, bool) {
 
 // FindStructFieldType implements types.Provider: see goTypes for what it
 // changes compared with the native provider.
+//
+// A field name ending in absentReadSuffix is a carried read (see
+// markCarriedReads) of the field named before the suffix: a nil pointer to a
+// scalar reads as an absentScalar.
 func (g *goTypes) FindStructFieldType(typeName, fieldName string) (*types.FieldType, bool) {
+	fieldName, carried := strings.CutSuffix(fieldName, absentReadSuffix)
 	candidates, ok := g.byName[typeName]
 	if !ok {
 		return g.native.FindStructFieldType(typeName, fieldName)
@@ -224,6 +229,9 @@ func (g *goTypes) FindStructFieldType(typeName, fieldName string) (*types.FieldT
 				v, ok := lookup(obj)
 				if !ok {
 					return nil, fmt.Errorf("no such field %q on %T", fieldName, obj)
+				}
+				if carried && v.Kind() == reflect.Pointer && v.IsNil() {
+					return &absentScalar{Val: g.NativeToValue(g.toCEL(v))}, nil
 				}
 				return g.toCEL(v), nil
 			},
@@ -283,6 +291,8 @@ func (l *literal) set(g *goTypes, sf reflect.StructField, val ref.Val) error {
 // NativeToValue implements types.Adapter.
 func (g *goTypes) NativeToValue(value any) ref.Val {
 	switch v := value.(type) {
+	case *absentScalar:
+		return v
 	case resource.Quantity, *resource.Quantity, metav1.Time, *metav1.Time, metav1.MicroTime, *metav1.MicroTime:
 		return g.adapter.NativeToValue(g.toCEL(reflect.ValueOf(v)))
 	}
@@ -514,8 +524,16 @@ func (g *goTypes) convertCollection(v reflect.Value) reflect.Value {
 // types goTypes reads differently.
 //
 // A pointer-to-struct field given the absent sentinel of its type (a read of
-// an absent element) becomes nil: the element stays absent.
+// an absent element) becomes nil: the element stays absent. So does a pointer
+// given an absentScalar (a carried read of an absent attribute); any other
+// type takes the zero value the absentScalar stands for.
 func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
+	if a, ok := val.(*absentScalar); ok {
+		if t.Kind() == reflect.Pointer {
+			return reflect.Zero(t), nil
+		}
+		val = a.Val
+	}
 	switch t {
 	case quantityType:
 		s, ok := val.(types.String)

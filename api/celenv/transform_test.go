@@ -34,44 +34,6 @@ func sameExcept(t *testing.T, before, after *libvirtxml.Domain, fix func(d *libv
 	}
 }
 
-func TestMergeOverwritesOnlyWrittenFields(t *testing.T) {
-	e := newEnv(t, Options{})
-	before, after := apply(t, e,
-		`Domain{CPU: DomainCPU{Mode: "host-passthrough"}, Memory: DomainMemory{Unit: "KiB", Value: 8388608u}}`)
-	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
-		// Check and Topology of <cpu> stay, the memory keeps nothing else.
-		d.CPU.Mode = "host-passthrough"
-		d.Memory.Unit, d.Memory.Value = "KiB", 8388608
-	})
-}
-
-// TestMergeStructLiteralRecursesIntoExistingPointee: a struct literal for a
-// pointer field merges into the element already there, or creates it.
-func TestMergeStructLiteralRecursesIntoExistingPointee(t *testing.T) {
-	e := newEnv(t, Options{})
-	before, after := apply(t, e,
-		`Domain{CPU: DomainCPU{Topology: DomainCPUTopology{Threads: 1}}, MemoryBacking: DomainMemoryBacking{MemoryHugePages: DomainMemoryHugepages{}}}`)
-	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
-		d.CPU.Topology.Threads = 1 // sockets, dies, clusters, cores stay
-		d.MemoryBacking = &libvirtxml.DomainMemoryBacking{MemoryHugePages: &libvirtxml.DomainMemoryHugepages{}}
-	})
-}
-
-func TestMergeReplacesSlicesWholesale(t *testing.T) {
-	e := newEnv(t, Options{})
-	before, after := apply(t, e, `Domain{Devices: DomainDeviceList{
-		Disks: [DomainDisk{Device: "cdrom", Target: DomainDiskTarget{Dev: "sdb", Bus: "sata"}}],
-		Interfaces: domainSpec.Devices.Interfaces + [DomainInterface{Model: DomainInterfaceModel{Type: "e1000"}}]}}`)
-	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
-		// Both old disks are gone, not merged with the new one by position.
-		d.Devices.Disks = []libvirtxml.DomainDisk{{Device: "cdrom", Target: &libvirtxml.DomainDiskTarget{Dev: "sdb", Bus: "sata"}}}
-		d.Devices.Interfaces = append(d.Devices.Interfaces, libvirtxml.DomainInterface{Model: &libvirtxml.DomainInterfaceModel{Type: "e1000"}})
-	})
-	// The CPU's feature list, too.
-	before, after = apply(t, e, `Domain{CPU: DomainCPU{Features: []}}`)
-	sameExcept(t, before, after, func(d *libvirtxml.Domain) { d.CPU.Features = nil })
-}
-
 // TestMergeExplicitZeroValueOverwrites: a field written in the literal is
 // written even when the value is the zero value, which is how an expression
 // clears an attribute.
@@ -96,30 +58,6 @@ func TestMergeExplicitZeroValueOverwrites(t *testing.T) {
 			sameExcept(t, before, after, tc.fix)
 		})
 	}
-}
-
-// TestMergeNonLiteralFieldReplacesWholesale: a field initialiser that is not
-// a struct literal (a value read from the domain or the VMI) replaces the
-// field as a whole.
-func TestMergeNonLiteralFieldReplacesWholesale(t *testing.T) {
-	e := newEnv(t, Options{})
-	before, after := apply(t, e, `Domain{Features: DomainFeatureList{PAE: domainSpec.Features.ACPI}, Title: domainSpec.Name}`)
-	sameExcept(t, before, after, func(d *libvirtxml.Domain) {
-		d.Features.PAE = &libvirtxml.DomainFeature{}
-		d.Title = d.Name
-	})
-	// Copying an element the domain does not have leaves it absent rather
-	// than adding an empty one.
-	before, after = apply(t, e, `Domain{NUMATune: domainSpec.NUMATune, Title: domainSpec.Name}`)
-	sameExcept(t, before, after, func(d *libvirtxml.Domain) { d.Title = d.Name })
-}
-
-// TestMergeNonLiteralResultReplacesTheDomain: a result that is not a literal
-// (domainSpec chosen by a conditional) is the domain as it was.
-func TestMergeNonLiteralResultReplacesTheDomain(t *testing.T) {
-	e := newEnv(t, Options{})
-	before, after := apply(t, e, `vmi.Labels["tier"] == "silver" ? Domain{UUID: ""} : domainSpec`)
-	sameExcept(t, before, after, func(*libvirtxml.Domain) {})
 }
 
 // TestMergeNeverModifiesItsInput: Merge returns a new domain and leaves the

@@ -20,6 +20,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
+	"github.com/kubevirt-plugins/framework/api/celenv/celenvtest"
 )
 
 // The tests of this file take libvirt's own domain parser as the judge of the
@@ -68,9 +69,20 @@ func fixtureDomains(t *testing.T) []string {
 	return append(paths, sharedXML...)
 }
 
-// loadDomain parses a fixture domain. A fixture that is a fragment (KubeVirt's
-// migration_domain.xml holds devices only) gets the name, memory and OS type
-// libvirt needs to define a domain at all.
+// fragments are the fixtures that are not whole domains, with what each
+// lacks to be one. KubeVirt's migration_domain.xml holds devices only: it is
+// given the name, memory and OS type libvirt needs to define any domain, and
+// its merge results are judged with them. No other fixture is completed.
+var fragments = map[string]func(d *libvirtxml.Domain){
+	"migration_domain.xml": func(d *libvirtxml.Domain) {
+		d.Name = "migration_domain"
+		d.Memory = &libvirtxml.DomainMemory{Value: 1 << 30, Unit: "b"}
+		d.OS = &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Type: "hvm"}}
+	},
+}
+
+// loadDomain parses a fixture domain, completing it when it is one of the
+// fragments.
 func loadDomain(t *testing.T, path string) *libvirtxml.Domain {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -81,14 +93,11 @@ func loadDomain(t *testing.T, path string) *libvirtxml.Domain {
 	if err := d.Unmarshal(string(data)); err != nil {
 		t.Fatalf("parsing %s: %v", path, err)
 	}
-	if d.Name == "" {
-		d.Name = strings.TrimSuffix(filepath.Base(path), ".xml")
-	}
-	if d.Memory == nil {
-		d.Memory = &libvirtxml.DomainMemory{Value: 1 << 30, Unit: "b"}
-	}
-	if d.OS == nil {
-		d.OS = &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Type: "hvm"}}
+	if complete, ok := fragments[filepath.Base(path)]; ok {
+		if d.Name != "" || d.Memory != nil || d.OS != nil {
+			t.Fatalf("%s is listed as a fragment but has a name, memory or OS of its own", path)
+		}
+		complete(d)
 	}
 	return d
 }
@@ -162,42 +171,69 @@ func merge(t *testing.T, e *celenv.Env, expr string, vmi *kubevirtv1.VirtualMach
 }
 
 // accepts checks that libvirt defines out, a merge result from the fixture
-// at path: a fixture libvirt itself refuses (the repository's domain.xml has
-// a USB tablet on a disabled USB bus) must be refused for that same reason
-// only, the merge adding no refusal of its own.
+// at path. Every fixture is itself a domain libvirt defines
+// (TestFixtureDomainsAreDomainsLibvirtDefines), so a refusal is the merge's
+// doing.
 func (o oracle) accepts(t *testing.T, path string, out *libvirtxml.Domain, what string) {
 	t.Helper()
-	err := o.define(out)
-	if err == nil {
-		return
+	if err := o.define(out); err != nil {
+		text, _ := out.Marshal()
+		t.Errorf("%s: libvirt refuses the result of %s: %v\n%s", filepath.Base(path), what, err, text)
 	}
-	if base := o.define(loadDomain(t, path)); base != nil && base.Error() == err.Error() {
-		return
-	}
-	text, _ := out.Marshal()
-	t.Errorf("%s: libvirt refuses the result of %s: %v\n%s", filepath.Base(path), what, err, text)
 }
 
-// TestFixtureDomainsAreDomainsLibvirtDefines: the oracle accepts the
-// fixtures as they are, but for one the test names, so a refusal below is
-// the merge's doing.
+// TestFixtureDomainsAreDomainsLibvirtDefines: the oracle defines every
+// fixture as it is loaded, so a refusal of a merge result is the merge's
+// doing.
 func TestFixtureDomainsAreDomainsLibvirtDefines(t *testing.T) {
 	o := newOracle(t)
 	for _, path := range fixtureDomains(t) {
-		err := o.define(loadDomain(t, path))
-		switch refused := err != nil; {
-		case filepath.Base(path) == "domain.xml" && refused && strings.Contains(err.Error(), "USB bus is disabled"):
-			t.Logf("%s: refused as it is (%v): merge results must be refused for that reason only", filepath.Base(path), err)
-		case refused:
+		if err := o.define(loadDomain(t, path)); err != nil {
 			t.Errorf("%s: %v", filepath.Base(path), err)
 		}
 	}
 }
 
-// mergeRuleExpressions are the expressions of the merge rule tests of
-// api/celenv (merge_rules_test.go) and of the issue they come from, written
-// for any domain with at least one disk.
-var mergeRuleExpressions = []string{
+// TestMergeRuleOutputsAreDomainsLibvirtDefines runs the merge rule cases of
+// api/celenv (testdata/merge, also run by celenv's TestMergeRules): every
+// expression of a case gives exactly the case's domain from its input, and
+// libvirt defines that domain.
+func TestMergeRuleOutputsAreDomainsLibvirtDefines(t *testing.T) {
+	cases, err := celenvtest.LoadMergeCases(filepath.Join(repoRoot(t), "api", "celenv", "testdata", "merge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, e := newOracle(t), newEnv(t)
+	for _, c := range cases {
+		t.Run(c.Rule, func(t *testing.T) {
+			in := &libvirtxml.Domain{}
+			if err := in.Unmarshal(c.Input); err != nil {
+				t.Fatal(err)
+			}
+			if err := o.define(in); err != nil {
+				t.Fatalf("libvirt refuses the input: %v", err)
+			}
+			for _, x := range c.Exprs {
+				out := merge(t, e, x.Text, celenvtest.VMI(), in)
+				got, err := out.Marshal()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != c.Want {
+					t.Errorf("expr %s gives\n%s\nwant\n%s", x.Variant, got, c.Want)
+				}
+				if err := o.define(out); err != nil {
+					t.Errorf("expr %s: libvirt refuses the result: %v\n%s", x.Variant, err, got)
+				}
+			}
+		})
+	}
+}
+
+// ruleEditsForAnyDomain are the merge rules' kinds of edit written for any
+// domain (per-device edits by map() rather than by index): each must give, on
+// every fixture domain, a domain libvirt defines.
+var ruleEditsForAnyDomain = []string{
 	// A read of an absent element written back (no <boot order="0"/>), and of
 	// absent attributes.
 	`Domain{ID: domainSpec.ID, Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d, DomainDisk{Device: d.Device, Source: d.Source, Target: d.Target, Boot: d.Boot, Alias: d.Alias, ReadOnly: d.ReadOnly,
@@ -223,12 +259,13 @@ var mergeRuleExpressions = []string{
 		SysInfo: [DomainSysInfo{SMBIOS: DomainSysInfoSMBIOS{System: DomainSysInfoSystem{Entry: [DomainSysInfoEntry{Name: "manufacturer", Value: "Example"}]}}}]}`,
 }
 
-// TestMergeRuleOutputsAreDomainsLibvirtDefines: the merge rules' expressions
-// give, on every fixture domain, domains libvirt defines.
-func TestMergeRuleOutputsAreDomainsLibvirtDefines(t *testing.T) {
+// TestMergeRuleEditsOnEveryFixtureAreDomainsLibvirtDefines: the edits of
+// ruleEditsForAnyDomain give, on every fixture domain, domains libvirt
+// defines.
+func TestMergeRuleEditsOnEveryFixtureAreDomainsLibvirtDefines(t *testing.T) {
 	o, e, vmi := newOracle(t), newEnv(t), loadVMI(t)
 	for _, path := range fixtureDomains(t) {
-		for i, expr := range mergeRuleExpressions {
+		for i, expr := range ruleEditsForAnyDomain {
 			out := merge(t, e, expr, vmi, loadDomain(t, path))
 			o.accepts(t, path, out, fmt.Sprintf("expression %d:\n%s\n", i, expr))
 		}
@@ -276,9 +313,13 @@ func TestReadBackEverythingReproducesTheInput(t *testing.T) {
 // fixture domain, expressions that rebuild the domain in many ways (struct
 // literals copying fields one by one, conditionals choosing literals or
 // read-backs, has() guards, map() over lists, reads of absent and present
-// elements and attributes), each of which must reproduce the domain exactly,
-// then the same with edits (a CPU mode, an added <pae/>, a cache mode on
-// every disk); every output must be a domain libvirt defines.
+// elements and attributes), each of which must reproduce the domain exactly.
+// Then it replaces some top-level fields of each by edits: always a list
+// edit by map() rebuilding every disk with cache="writeback" and every
+// interface with queues="4" (their other fields copied by generated
+// read-backs), and one or two of a CPU mode, an added <pae/>, a title and a
+// crash action. Each edit must have exactly its effect (editApplied), and
+// every output must be a domain libvirt defines.
 func TestGeneratedExpressionsGiveDomainsLibvirtDefines(t *testing.T) {
 	o, e, vmi := newOracle(t), newEnv(t), loadVMI(t)
 	const perFixture = 12
@@ -445,21 +486,83 @@ func (g *generator) other(path string, t reflect.Type) string {
 	return path
 }
 
-// edits are top-level fields that change the domain in ways libvirt accepts.
+// edits are top-level fields that change the domain in ways libvirt
+// accepts: always a list edit by map() on the devices (a cache mode on every
+// disk, queues on every interface, every other field of each device copied
+// by generated read-backs), and one or two of a CPU mode, an added <pae/>, a
+// title and a crash action.
 func (g *generator) edits() []string {
-	all := []string{
+	devices := "Devices: DomainDeviceList{" +
+		"Disks: " + g.listEdit("domainSpec.Devices.Disks", reflect.TypeFor[libvirtxml.DomainDisk](), "Driver", "Cache", `"writeback"`) + ", " +
+		"Interfaces: " + g.listEdit("domainSpec.Devices.Interfaces", reflect.TypeFor[libvirtxml.DomainInterface](), "Driver", "Queues", "4u") + "}"
+	others := []string{
 		`CPU: DomainCPU{Mode: "host-passthrough"}`,
 		`Features: DomainFeatureList{ACPI: domainSpec.Features.ACPI, PAE: DomainFeature{}}`,
 		`Title: vmi.Name`,
 		`OnCrash: "destroy"`,
 	}
-	g.rnd.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
-	return all[:1+g.rnd.IntN(2)]
+	g.rnd.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	return append([]string{devices}, others[:1+g.rnd.IntN(2)]...)
+}
+
+// listEdit is path.map(x, T{...}) rebuilding every element of the list of
+// struct type t: each field is copied by a generated read-back (g.uniform),
+// but for the struct field sub, rebuilt by a literal whose fields are copied
+// the same way, but for set, written as value.
+func (g *generator) listEdit(path string, t reflect.Type, sub, set, value string) string {
+	g.vars++
+	x := fmt.Sprintf("x%d", g.vars)
+	var fields []string
+	for _, f := range reflect.VisibleFields(t) {
+		if !visible(f) {
+			continue
+		}
+		if f.Name != sub {
+			fields = append(fields, f.Name+": "+g.uniform(x+"."+f.Name, f.Type, 1))
+			continue
+		}
+		st := f.Type.Elem()
+		var subFields []string
+		for _, sf := range reflect.VisibleFields(st) {
+			if visible(sf) && sf.Name != set {
+				subFields = append(subFields, sf.Name+": "+g.uniform(x+"."+sub+"."+sf.Name, sf.Type, 2))
+			}
+		}
+		subFields = append(subFields, set+": "+value)
+		fields = append(fields, sub+": "+st.Name()+"{"+strings.Join(subFields, ", ")+"}")
+	}
+	return path + ".map(" + x + ", " + t.Name() + "{" + strings.Join(fields, ", ") + "})"
 }
 
 // editApplied checks the effect of one of the edits on out, merged from in.
 func editApplied(edit string, in, out *libvirtxml.Domain, vmi *kubevirtv1.VirtualMachineInstance) bool {
 	switch strings.SplitN(edit, ":", 2)[0] {
+	case "Devices":
+		// Each device is the input's with the one attribute set, nothing
+		// else changed (compared as XML: a list read back may come out
+		// empty where the input's was nil).
+		want := *in.Devices
+		want.Disks = slices.Clone(in.Devices.Disks)
+		for i := range want.Disks {
+			drv := libvirtxml.DomainDiskDriver{}
+			if want.Disks[i].Driver != nil {
+				drv = *want.Disks[i].Driver
+			}
+			drv.Cache = "writeback"
+			want.Disks[i].Driver = &drv
+		}
+		want.Interfaces = slices.Clone(in.Devices.Interfaces)
+		for i := range want.Interfaces {
+			drv := libvirtxml.DomainInterfaceDriver{}
+			if want.Interfaces[i].Driver != nil {
+				drv = *want.Interfaces[i].Driver
+			}
+			drv.Queues = 4
+			want.Interfaces[i].Driver = &drv
+		}
+		w, werr := xml.Marshal(&want)
+		o, oerr := xml.Marshal(out.Devices)
+		return werr == nil && oerr == nil && string(w) == string(o)
 	case "CPU":
 		return out.CPU != nil && out.CPU.Mode == "host-passthrough"
 	case "Features":

@@ -32,21 +32,29 @@ func TestCELErrorsCarryFieldPathReasonAndCause(t *testing.T) {
 	env := newEnv(t, celenv.Options{CostLimit: 100_000})
 	for _, tc := range []struct {
 		name, path, reason, detailPart string
-		spec                           v1alpha1.PluginSpec
+		// position is where CEL places the error in the expression, as
+		// <input>:line:column; "" for errors about the whole expression.
+		position string
+		spec     v1alpha1.PluginSpec
 	}{
 		{name: "condition that does not parse", spec: v1alpha1.PluginSpec{Condition: `vmi.Labels[`},
-			path: "spec.condition", reason: celenv.ReasonSyntax, detailPart: "Syntax error"},
+			path: "spec.condition", reason: celenv.ReasonSyntax, detailPart: "Syntax error", position: "<input>:1:12"},
 		{name: "condition that is not a bool", spec: v1alpha1.PluginSpec{Condition: `vmi.Name`},
 			path: "spec.condition", reason: celenv.ReasonType, detailPart: "bool"},
 		{name: "condition that sees domainSpec", spec: v1alpha1.PluginSpec{
 			NodeHooks: []v1alpha1.NodeHook{{Condition: `domainSpec.Name == "x"`}}},
-			path: "spec.nodeHooks[0].condition", reason: celenv.ReasonType, detailPart: "domainSpec"},
+			path: "spec.nodeHooks[0].condition", reason: celenv.ReasonType, detailPart: "domainSpec", position: "<input>:1:1"},
 		{name: "GuestDefinition expression that is not a Domain", spec: v1alpha1.PluginSpec{
 			LauncherHooks: []v1alpha1.LauncherHook{gd(`Domain{}`), gd(`true`)}},
 			path: "spec.launcherHooks[1].cel.expression", reason: celenv.ReasonType, detailPart: "Domain"},
 		{name: "unknown field in Domain", spec: v1alpha1.PluginSpec{
 			LauncherHooks: []v1alpha1.LauncherHook{gd(`Domain{NoSuchField: "x"}`)}},
-			path: "spec.launcherHooks[0].cel.expression", reason: celenv.ReasonType, detailPart: "NoSuchField"},
+			path: "spec.launcherHooks[0].cel.expression", reason: celenv.ReasonType, detailPart: "NoSuchField", position: "<input>:1:19"},
+		// A field initialiser reading an attribute (IOThread), in a map()
+		// body, on the second line: the position is in the text as written.
+		{name: "unknown field next to an attribute read", spec: v1alpha1.PluginSpec{
+			LauncherHooks: []v1alpha1.LauncherHook{gd("Domain{Devices: DomainDeviceList{Disks: domainSpec.Devices.Disks.map(d,\n  DomainDisk{Driver: DomainDiskDriver{IOThread: vmi.Name != \"\" ? d.Driver.IOThread : 1u, Cache: d.Driver.Cach}})}}")}},
+			path: "spec.launcherHooks[0].cel.expression", reason: celenv.ReasonType, detailPart: "undefined field 'Cach'", position: "<input>:2:105"},
 		{name: "hook condition", spec: v1alpha1.PluginSpec{
 			LauncherHooks: []v1alpha1.LauncherHook{{CEL: gd(`Domain{}`).CEL, Condition: `vmi.Labels`}}},
 			path: "spec.launcherHooks[0].condition", reason: celenv.ReasonType, detailPart: "bool"},
@@ -65,6 +73,9 @@ func TestCELErrorsCarryFieldPathReasonAndCause(t *testing.T) {
 			}
 			if !strings.HasPrefix(e.Detail, tc.reason+" error: ") || !strings.Contains(e.Detail, tc.detailPart) {
 				t.Errorf("detail %q, want prefix %q and %q in it", e.Detail, tc.reason+" error: ", tc.detailPart)
+			}
+			if tc.position != "" && !strings.Contains(e.Detail, tc.position+": ") {
+				t.Errorf("detail %q does not place the error at %s", e.Detail, tc.position)
 			}
 		})
 	}
