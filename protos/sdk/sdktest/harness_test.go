@@ -448,17 +448,29 @@ func (s *stubborn) GuestDefinition(_ context.Context, r *sdk.GuestDefinitionRequ
 	return r.Domain, nil
 }
 
+func (s *stubborn) PreMigrationSource(context.Context, *sdk.PreMigrationSourceRequest) (*sdk.MigrationChanges, error) {
+	s.work()
+	return nil, nil
+}
+
 func (s *stubborn) ExecuteNodeHook(context.Context, *sdk.NodeHookRequest) error {
 	s.work()
 	return nil
 }
 
 func TestContextHonouredFailsHandlerWorkingPastItsDeadline(t *testing.T) {
-	r := runCheck(t, sdktest.StartLauncher(t, "demo", &stubborn{}), "GuestDefinition/ContextHonoured", contract(t, sdk.HookGuestDefinition))
-	wantStatus(t, r, sdktest.Fail, "honour the request context", "after a call that ended at its 300ms deadline took", "kept working after its caller gave up")
-
-	r = runNodeCheck(t, sdktest.StartNode(t, &stubborn{}), "Node/PreVMStart/ContextHonoured", sdktest.NodeContract{HookPoints: []sdk.NodeHookPoint{sdk.NodeHookPreVMStart}})
-	wantStatus(t, r, sdktest.Fail, "node hooks honour the request context", "ExecuteNodeHook(PreVMStart) after a call that ended at its 300ms deadline took")
+	for _, hook := range []string{sdk.HookGuestDefinition, sdk.HookPreMigrationSource} {
+		t.Run(hook, func(t *testing.T) {
+			t.Parallel()
+			r := runCheck(t, sdktest.StartLauncher(t, "demo", &stubborn{}), hook+"/ContextHonoured", contract(t, hook))
+			wantStatus(t, r, sdktest.Fail, "honour the request context", hook+" after a call that ended at its 300ms deadline took", "kept working after its caller gave up")
+		})
+	}
+	t.Run("Node", func(t *testing.T) {
+		t.Parallel()
+		r := runNodeCheck(t, sdktest.StartNode(t, &stubborn{}), "Node/PreVMStart/ContextHonoured", sdktest.NodeContract{HookPoints: []sdk.NodeHookPoint{sdk.NodeHookPreVMStart}})
+		wantStatus(t, r, sdktest.Fail, "node hooks honour the request context", "ExecuteNodeHook(PreVMStart) after a call that ended at its 300ms deadline took")
+	})
 }
 
 type flappingNode struct {
