@@ -334,6 +334,32 @@ func TestPreBootAtomicWritesFailsSidecarWritingInPlace(t *testing.T) {
 	wantStatus(t, r, sdktest.Fail, "replace files atomically", "rewritten in place (same inode, new content): noCloud.iso")
 }
 
+// leavesTempFile replaces the ISO by rename but first makes a copy next
+// to it that it never removes, as a write that gave up halfway would.
+type leavesTempFile struct{ name string }
+
+func (l leavesTempFile) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
+	if r.CloudInitISO == "" {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(r.CloudInitISO), l.name), []byte("half"), 0o644); err != nil {
+		return err
+	}
+	return sdk.AtomicWriteFile(r.CloudInitISO, []byte("configured\n"), 0o644)
+}
+
+func TestPreBootAtomicWritesFailsSidecarLeavingATemporaryFile(t *testing.T) {
+	for _, name := range []string{"noCloud.iso.tmp", ".noCloud.iso.new", "network-config~"} {
+		t.Run(name, func(t *testing.T) {
+			r := runCheck(t, sdktest.StartLauncher(t, "demo", leavesTempFile{name: name}), "PreBoot/AtomicWrites", contract(t, sdk.HookPreBoot))
+			wantStatus(t, r, sdktest.Fail, "replace files atomically", "temporary files left behind: "+name)
+		})
+	}
+	// A new file of its own name, next to the ISO, is not a leftover.
+	r := runCheck(t, sdktest.StartLauncher(t, "demo", leavesTempFile{name: "extra-disk.img"}), "PreBoot/AtomicWrites", contract(t, sdk.HookPreBoot))
+	wantStatus(t, r, sdktest.Pass, "replaced by rename", "extra-disk.img created")
+}
+
 // appendingISO adds a line to the ISO on every call.
 type appendingISO struct{}
 
@@ -501,4 +527,9 @@ func TestNotPermittedRPCIsAWarningAndMissingPermittedRPCAFailure(t *testing.T) {
 	wantStatus(t, runCheck(t, only, "RPCs/PermittedImplemented", contract(t, sdk.HookGuestDefinition, sdk.HookPreBoot)), sdktest.Fail,
 		"implements the RPC of every hook point", "PreBoot is permitted but answered Unimplemented")
 	wantStatus(t, runCheck(t, only, "RPCs/OnlyPermitted", contract(t, sdk.HookGuestDefinition)), sdktest.Pass)
+
+	// A node hook point in a sidecar's permittedHooks is a Plugin the
+	// launcher would never call for it.
+	wantStatus(t, runCheck(t, socket, "RPCs/PermittedImplemented", contract(t, sdk.HookGuestDefinition, string(sdk.NodeHookPostVMStart))), sdktest.Fail,
+		"implements the RPC of every hook point", `permittedHooks lists "PostVMStart", which is not a launcher hook point`)
 }

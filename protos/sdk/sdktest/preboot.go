@@ -213,7 +213,7 @@ func checkPreBootAtomicWrites(c LauncherContract) Check {
 					}
 				}
 				for name := range after {
-					if _, ok := before[name]; !ok && strings.Contains(filepath.Base(name), ".tmp") {
+					if _, ok := before[name]; !ok && looksTemporary(name, before) {
 						leftovers = append(leftovers, name)
 					}
 				}
@@ -236,6 +236,23 @@ func checkPreBootAtomicWrites(c LauncherContract) Check {
 			})
 		},
 	}
+}
+
+// looksTemporary tells whether a file a PreBoot call created is the
+// leftover of a write: its name says tmp, temp or ends in ~, or it carries
+// the name of an artifact that was there before (".noCloud.iso.new").
+// A new file of another name, such as an extra disk image, is not one.
+func looksTemporary(name string, before snapshot) bool {
+	base := strings.ToLower(filepath.Base(name))
+	if strings.Contains(base, "tmp") || strings.Contains(base, "temp") || strings.HasSuffix(base, "~") {
+		return true
+	}
+	for old := range before {
+		if filepath.Dir(old) == filepath.Dir(name) && strings.Contains(base, strings.ToLower(filepath.Base(old))) {
+			return true
+		}
+	}
+	return false
 }
 
 func checkPreBootRepeatable(c LauncherContract) Check {
