@@ -17,8 +17,12 @@
 //   - PreBoot: nothing changes in the boot artifacts after a call returned,
 //     nor after a call ended at a short deadline that did reach the handler;
 //     files are replaced by rename, never rewritten in place; a second call
-//     leaves the artifacts as the first did. The artifacts are copies in a
-//     temporary directory the checks create and remove;
+//     leaves the artifacts as the first did. The artifacts are in a
+//     temporary directory the checks create and remove: a copy of the ISO
+//     the contract names, or else a stand-in NoCloud ISO (StandInISOFiles),
+//     so that a sidecar that does nothing without an ISO is still seen.
+//     A run that gives no ISO at all (NoCloudInitISO) makes these checks
+//     WARN, not PASS, when they see no change;
 //   - PreMigrationSource: no flag bit both set and cleared, only parameters
 //     the contract defines and each of its type; called on its own result it
 //     changes nothing more;

@@ -3,6 +3,8 @@ package sdktest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdomanski/iso9660"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
 	"libvirt.org/go/libvirtxml"
@@ -374,6 +377,119 @@ func (appendingISO) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
 func TestPreBootRepeatableFailsSidecarAppendingOnEveryCall(t *testing.T) {
 	r := runCheck(t, sdktest.StartLauncher(t, "demo", appendingISO{}), "PreBoot/Repeatable", contract(t, sdk.HookPreBoot))
 	wantStatus(t, r, sdktest.Fail, "called again after a failed start", "the second call changed the artifacts again: noCloud.iso rewritten")
+}
+
+// careless breaks the three file rules, but only when it has an ISO: it
+// rewrites the ISO in place at once and again 1.5 s later, after it
+// answered, whatever its context says.
+type careless struct{}
+
+func (careless) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
+	if r.CloudInitISO == "" {
+		return nil
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		_ = os.WriteFile(r.CloudInitISO, []byte("rewritten\n"), 0o644)
+	}()
+	return os.WriteFile(r.CloudInitISO, []byte("configured\n"), 0o644)
+}
+
+// isoReader reads the ISO it is given as cloud-init would, and refuses
+// anything but a NoCloud ISO.
+type isoReader struct {
+	mu    sync.Mutex
+	files map[string]string
+}
+
+func (i *isoReader) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
+	if r.CloudInitISO == "" {
+		return errors.New("no cloud-init ISO")
+	}
+	f, err := os.Open(r.CloudInitISO)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	img, err := iso9660.OpenImage(f)
+	if err != nil {
+		return err
+	}
+	if label, err := img.Label(); err != nil || strings.TrimSpace(label) != "cidata" {
+		return fmt.Errorf("volume label %q (%v), want cidata", label, err)
+	}
+	root, err := img.RootDir()
+	if err != nil {
+		return err
+	}
+	children, err := root.GetChildren()
+	if err != nil {
+		return err
+	}
+	files := map[string]string{}
+	for _, c := range children {
+		b, err := io.ReadAll(c.Reader())
+		if err != nil {
+			return err
+		}
+		files[strings.ToLower(strings.Split(c.Name(), ";")[0])] = string(b)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.files = files
+	return nil
+}
+
+var preBootFileChecks = []string{"PreBoot/NoChangeAfterReturn", "PreBoot/ContextHonoured", "PreBoot/AtomicWrites", "PreBoot/Repeatable"}
+
+// Without an ISO named, PreBoot is handed the stand-in NoCloud ISO, so that
+// a sidecar that leaves things alone without an ISO does not pass by it.
+func TestPreBootChecksHandAStandInNoCloudISOByDefault(t *testing.T) {
+	c := sdktest.LauncherContract{Permitted: []string{sdk.HookPreBoot}}
+	socket := sdktest.StartLauncher(t, "demo", careless{})
+	wantStatus(t, runCheck(t, socket, "PreBoot/NoChangeAfterReturn", c), sdktest.Fail, "after PreBoot returned OK", "noCloud.iso rewritten")
+	wantStatus(t, runCheck(t, socket, "PreBoot/ContextHonoured", c), sdktest.Fail, "honour the request context", "noCloud.iso rewritten")
+	wantStatus(t, runCheck(t, socket, "PreBoot/AtomicWrites", c), sdktest.Fail, "rewritten in place (same inode, new content): noCloud.iso")
+
+	reader := &isoReader{}
+	socket = sdktest.StartLauncher(t, "demo", reader)
+	wantStatus(t, runCheck(t, socket, "PreBoot/Repeatable", c), sdktest.Pass)
+	reader.mu.Lock()
+	defer reader.mu.Unlock()
+	for name, want := range sdktest.StandInISOFiles {
+		if reader.files[name] != want {
+			t.Errorf("stand-in ISO: %s is %q, want %q (files %q)", name, reader.files[name], want, reader.files)
+		}
+	}
+
+	good := sdktest.StartLauncher(t, "demo", wellBehaved{})
+	for _, name := range preBootFileChecks {
+		wantStatus(t, runCheck(t, good, name, c), sdktest.Pass)
+	}
+}
+
+// A run that really gives PreBoot no ISO cannot tell: each file check that
+// sees no change warns instead of passing.
+func TestPreBootChecksWarnWithoutAnISO(t *testing.T) {
+	c := sdktest.LauncherContract{Permitted: []string{sdk.HookPreBoot}, NoCloudInitISO: true, Settle: 500 * time.Millisecond}
+	socket := sdktest.StartLauncher(t, "demo", careless{})
+	for _, name := range preBootFileChecks {
+		wantStatus(t, runCheck(t, socket, name, c), sdktest.Warn, "PreBoot was given no cloud-init ISO (NoCloudInitISO; in kvpctl, --no-iso)", "proves nothing")
+	}
+	// A change seen is still a failure.
+	wantStatus(t, runCheck(t, sdktest.StartLauncher(t, "demo", backgroundDiskWriter{}), "PreBoot/NoChangeAfterReturn", c), sdktest.Fail, "disk.img created")
+}
+
+// backgroundDiskWriter answers at once and creates a disk image in the
+// ephemeral disk directory 200 ms later.
+type backgroundDiskWriter struct{}
+
+func (backgroundDiskWriter) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = os.WriteFile(filepath.Join(r.EphemeralDiskDir, "disk.img"), []byte("disk"), 0o644)
+	}()
+	return nil
 }
 
 // rawMigration answers PreMigrationSource with a fixed response, as a
