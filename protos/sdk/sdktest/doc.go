@@ -10,8 +10,10 @@
 //   - RPCs: every permitted hook point is implemented (implementing one that
 //     is not permitted is only a warning);
 //   - GuestDefinition: answers both invocation contexts (Boot and
-//     MigrationTarget); returns a domain that parses; keeps the identity and
-//     every kind of element of a real KubeVirt domain (KubeVirtDomainXML);
+//     MigrationTarget); returns a domain that parses; keeps the identity,
+//     every kind of element and every device the VMI declares (the devices
+//     KubeVirt names with an alias "ua-...") of a real KubeVirt domain
+//     (KubeVirtDomainXML), which it may change but not drop;
 //     returns the same domain when called again on the same generated
 //     domain (repeatable) and when called on its own output (idempotent);
 //   - PreBoot: nothing changes in the boot artifacts after a call returned,

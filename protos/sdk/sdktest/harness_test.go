@@ -276,6 +276,17 @@ func TestGuestDefinitionKeepsDomainFailsSidecarLosingParts(t *testing.T) {
 			[]string{`<metadata> lost <kubevirt xmlns="http://kubevirt.io">`},
 		},
 		{
+			// One of eleven disks gone: every kind of element is still there.
+			"DropsOneOfTheDisks",
+			withoutDevice(t, sdktest.KubeVirtDomainXML, "disk", "ua-nocloud"),
+			[]string{"no device the VMI declares disappears", `<devices> lost <disk> with alias "ua-nocloud"`},
+		},
+		{
+			"RenamesAnInterfaceAlias",
+			strings.Replace(sdktest.KubeVirtDomainXML, `<alias name="ua-default">`, `<alias name="net0">`, 1),
+			[]string{`<devices> lost <interface> with alias "ua-default"`},
+		},
+		{
 			"RenamesTheDomain",
 			strings.Replace(sdktest.KubeVirtDomainXML, "<name>mynamespace_testvmi</name>", "<name>other</name>", 1),
 			[]string{`<name> changed from "mynamespace_testvmi" to "other"`},
@@ -288,6 +299,25 @@ func TestGuestDefinitionKeepsDomainFailsSidecarLosingParts(t *testing.T) {
 	}
 	// The fixture itself, returned unchanged, keeps everything.
 	wantStatus(t, runCheck(t, serveGuestDefinitionReply(t, sdktest.KubeVirtDomainXML), "GuestDefinition/KeepsDomain", contract(t, sdk.HookGuestDefinition)), sdktest.Pass)
+	// A device without an alias (one of the two controllers) may go, and a
+	// device the VMI declares may change.
+	changed := strings.Replace(withoutDevice(t, sdktest.KubeVirtDomainXML, "controller", `<controller type="usb"`), `<alias name="ua-nocloud"></alias>`, `<alias name="ua-nocloud"></alias><readonly></readonly>`, 1)
+	wantStatus(t, runCheck(t, serveGuestDefinitionReply(t, changed), "GuestDefinition/KeepsDomain", contract(t, sdk.HookGuestDefinition)), sdktest.Pass)
+}
+
+// withoutDevice removes from domain the <kind> element holding marker.
+func withoutDevice(t *testing.T, domain, kind, marker string) string {
+	t.Helper()
+	at := strings.Index(domain, marker)
+	if at < 0 {
+		t.Fatalf("no %q in the domain", marker)
+	}
+	start := strings.LastIndex(domain[:at+len(marker)], "<"+kind+" ")
+	end := strings.Index(domain[at:], "</"+kind+">")
+	if start < 0 || end < 0 {
+		t.Fatalf("no <%s> holding %q in the domain", kind, marker)
+	}
+	return domain[:start] + domain[at+end+len("</"+kind+">"):]
 }
 
 // lateISOWriter ignores its context: it rewrites the ISO 1.5 s into the
