@@ -270,14 +270,25 @@ func TestConformanceBadSocketIsOneLineAndExit1(t *testing.T) {
 	}()
 	// A gRPC server that serves only the health service.
 	other := serveGRPC(t, func(g *grpc.Server) { healthpb.RegisterHealthServer(g, health.NewServer()) })
-	for _, tc := range []struct{ name, socket, want string }{
-		{"Missing", filepath.Join(t.TempDir(), "none.sock"), "no such file or directory"},
-		{"NotASocket", regular, "is not a Unix socket"},
-		{"NotGRPC", garbage, "does not answer gRPC"},
-		{"OtherService", other, "does not serve kubevirt.hooks.plugins.v1alpha1.LauncherHookService"},
+	nodePlugin := writeFile(t, "node.yaml", `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: node-demo
+spec:
+  nodeHooks:
+  - socket: /var/run/kubevirt/plugins/node.sock
+    permittedHooks: [PreVMStart]
+`)
+	for _, tc := range []struct{ name, plugin, socket, want string }{
+		{"Missing", plugin, filepath.Join(t.TempDir(), "none.sock"), "no such file or directory"},
+		{"NotASocket", plugin, regular, "is not a Unix socket"},
+		{"NotGRPC", plugin, garbage, "does not answer gRPC"},
+		{"OtherService", plugin, other, "does not serve kubevirt.hooks.plugins.v1alpha1.LauncherHookService"},
+		{"NodeHooksNotGRPC", nodePlugin, garbage, "does not answer gRPC"},
+		{"NodeHooksOtherService", nodePlugin, other, "does not serve kubevirt.hooks.plugins.v1alpha1.NodeHookService"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := kvpctl(t, "conformance", "--plugin", plugin, "--socket", tc.socket)
+			code, stdout, stderr := kvpctl(t, "conformance", "--plugin", tc.plugin, "--socket", tc.socket)
 			if code != exitError || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 || stdout != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line mentioning %q", code, stdout, stderr, tc.want)
 			}
