@@ -27,10 +27,24 @@
 //     WARN, not PASS, when they see no change;
 //   - PreMigrationSource: no flag bit both set and cleared, only parameters
 //     the contract defines and each of its type; called on its own result it
-//     changes nothing more;
+//     changes nothing more. That an empty response changes nothing is a
+//     rule of the launcher that applies it, which no sidecar can break, so
+//     it is tested in launcher-runtime and is no check here;
 //   - every hook point, node hooks included: a handler stops when its caller
 //     gives up (the call after one that ended at its deadline is not held
 //     up); node hooks answer a repeated event as they answered the first.
+//
+// What the context checks cannot see. PreBoot's is checked by its effect:
+// the files must not change after the call ended. GuestDefinition,
+// PreMigrationSource and node hooks have no effect the checks can watch
+// (their answer is dropped once the caller gave up; a node hook acts on the
+// node), so their check only times the next call: it catches a handler
+// that ignores its context while holding what the next call needs (a lock,
+// a worker of a small pool, such as a Python server with max_workers=1),
+// but not one that ignores it and runs each call on its own, whose work
+// after the deadline nobody outside the server can see. For those three a
+// PASS means the handler was not seen to ignore its context, not that it
+// honours it; read the handler.
 //
 // In a plugin's own tests:
 //

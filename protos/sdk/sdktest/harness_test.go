@@ -583,7 +583,9 @@ func (noChanges) PreMigrationSource(context.Context, *sdk.PreMigrationSourceRequ
 	return nil, nil
 }
 
-func TestPreMigrationSourceEmptyResponseChangesNothing(t *testing.T) {
+// That the empty response changes nothing is the launcher's rule, tested
+// in launcher-runtime; here a sidecar answering it passes the checks.
+func TestPreMigrationSourceChecksPassASidecarChangingNothing(t *testing.T) {
 	socket := sdktest.StartLauncher(t, "demo", noChanges{})
 	c := contract(t, sdk.HookPreMigrationSource)
 	wantStatus(t, runCheck(t, socket, "PreMigrationSource/ResponseValid", c), sdktest.Pass, "the response changes nothing")
