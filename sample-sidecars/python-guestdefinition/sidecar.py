@@ -166,7 +166,14 @@ def main(argv=None):
                  ("grpc.max_send_message_length", MAX_MESSAGE_SIZE)])
     api_pb2_grpc.add_LauncherHookServiceServicer_to_server(Sidecar(args.plugin_name), server)
     server.add_insecure_port("unix:" + path)
-    server.start()
+    # The socket is created by start(): under this umask it is created
+    # 0660, so no client outside the owner and group can connect in the
+    # moment between its creation and a chmod.
+    previous = os.umask(0o117)
+    try:
+        server.start()
+    finally:
+        os.umask(previous)
     os.chmod(path, 0o660)
     log("serving", plugin=args.plugin_name, socket=path, hooks=["GuestDefinition"])
 

@@ -22,13 +22,14 @@ import (
 	"github.com/kubevirt-plugins/framework/protos/sdk/sdktest"
 )
 
-const conformanceSynopsis = "conformance --plugin FILE --socket PATH [--hooks launcher|node] [--vmi FILE] [--domain FILE] [--iso FILE] [--flags N] [--params FILE] [--timeout D] [--settle D]  check a running hook server against the contract"
+const conformanceSynopsis = "conformance --plugin FILE --socket PATH [--hooks launcher|node] [--vmi FILE] [--domain FILE] [--iso FILE | --no-iso] [--flags N] [--params FILE] [--timeout D] [--short-deadline D] [--settle D]  check a running hook server against the contract"
 
 // conformanceFlags are the flags of `kvpctl conformance`.
 type conformanceFlags struct {
 	plugin, socket, hooks     string
 	vmi, domain, iso, params  string
 	flags                     string
+	noISO                     bool
 	timeout, settle, deadline time.Duration
 }
 
@@ -36,7 +37,7 @@ type conformanceFlags struct {
 // already running: the hook points come from the Plugin, one line per
 // check goes to stdout, then a summary. It fails when a check fails. It
 // writes nothing but the temporary directories the PreBoot checks create
-// and remove.
+// and remove (each holding a copy of --iso or the stand-in NoCloud ISO).
 func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f conformanceFlags
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
@@ -45,7 +46,8 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.StringVar(&f.hooks, "hooks", "", "launcher or node: which of the Plugin's hooks the socket serves (default: the only kind the Plugin has)")
 	fs.StringVar(&f.vmi, "vmi", "", "VirtualMachineInstance (or VirtualMachine) sent in every request (default: default/testvmi without labels)")
 	fs.StringVar(&f.domain, "domain", "", "domain XML sent to GuestDefinition (default: a domain as KubeVirt generates it)")
-	fs.StringVar(&f.iso, "iso", "", "cloud-init ISO whose copy PreBoot is given (default: none)")
+	fs.StringVar(&f.iso, "iso", "", "cloud-init ISO whose copy PreBoot is given (default: a stand-in NoCloud ISO)")
+	fs.BoolVar(&f.noISO, "no-iso", false, "give PreBoot no cloud-init ISO, as for a VMI without a cloud-init volume (the PreBoot file checks then warn)")
 	fs.StringVar(&f.flags, "flags", "", "VIR_MIGRATE_* flags sent to PreMigrationSource (default: a live migration's)")
 	fs.StringVar(&f.params, "params", "", "migration parameters (YAML or JSON, libvirt names) sent to PreMigrationSource")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "bound of each call")
@@ -56,6 +58,9 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if err := required(map[string]string{"plugin": f.plugin, "socket": f.socket}); err != nil {
 		return err
+	}
+	if f.iso != "" && f.noISO {
+		return usagef("--iso and --no-iso exclude each other")
 	}
 	if f.hooks != "" && f.hooks != "launcher" && f.hooks != "node" {
 		return usagef("--hooks must be launcher or node, not %q", f.hooks)
@@ -116,7 +121,7 @@ func runConformance(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func (f conformanceFlags) launcherContract(plugin *pluginv1alpha1.Plugin, vmi []byte) (sdktest.LauncherContract, error) {
-	c := sdktest.LauncherContract{VMI: vmi, CallTimeout: f.timeout, ShortDeadline: f.deadline, Settle: f.settle}
+	c := sdktest.LauncherContract{VMI: vmi, CallTimeout: f.timeout, ShortDeadline: f.deadline, Settle: f.settle, NoCloudInitISO: f.noISO}
 	for _, hp := range launcherHookPoints(plugin, f.socket) {
 		c.Permitted = append(c.Permitted, string(hp))
 	}

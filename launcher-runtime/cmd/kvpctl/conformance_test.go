@@ -156,6 +156,40 @@ func TestConformanceFailsSidecarsBreakingTheContract(t *testing.T) {
 	}
 }
 
+// Without --iso PreBoot is handed the stand-in NoCloud ISO, so a sidecar
+// that does nothing without an ISO is still seen breaking the rules.
+func TestConformanceGivesPreBootAStandInISOWithoutISOFlag(t *testing.T) {
+	plugin, socket := sidecarSocket(t, "late", rewritesISOLater{}, "PreBoot")
+	code, stdout, stderr := kvpctl(t, "conformance", "--plugin", plugin, "--socket", socket)
+	t.Log(stdout)
+	if code != exitError || !strings.Contains(stdout, "FAIL PreBoot/ContextHonoured") || !strings.Contains(stdout, "noCloud.iso rewritten") {
+		t.Errorf("late writer without --iso: exit %d, want 1 with FAIL PreBoot/ContextHonoured\n%s%s", code, stdout, stderr)
+	}
+
+	// With --no-iso nothing can be seen: the file checks warn, none passes.
+	code, stdout, stderr = kvpctl(t, "conformance", "--plugin", plugin, "--socket", socket, "--no-iso", "--settle", "500ms")
+	t.Log(stdout)
+	for _, check := range []string{"NoChangeAfterReturn", "ContextHonoured", "AtomicWrites", "Repeatable"} {
+		if !strings.Contains(stdout, "WARN PreBoot/"+check+": PreBoot was given no cloud-init ISO") {
+			t.Errorf("--no-iso: output lacks a warning for PreBoot/%s", check)
+		}
+	}
+	if code != exitOK || strings.Contains(stdout, "PASS PreBoot/") {
+		t.Errorf("--no-iso: exit %d, want 0 with no PreBoot file check passed\n%s%s", code, stdout, stderr)
+	}
+
+	plugin, socket = sidecarSocket(t, "good", conformingSidecar{}, "PreBoot")
+	code, stdout, stderr = kvpctl(t, "conformance", "--plugin", plugin, "--socket", socket)
+	if code != exitOK || !strings.Contains(stdout, "PASS PreBoot/AtomicWrites: replaced by rename: noCloud.iso rewritten") {
+		t.Errorf("conforming sidecar without --iso: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	code, _, stderr = kvpctl(t, "conformance", "--plugin", plugin, "--socket", socket, "--no-iso", "--iso", isoCopy(t))
+	if code != exitUsage || !strings.Contains(stderr, "exclude each other") {
+		t.Errorf("--iso with --no-iso: exit %d, stderr %q", code, stderr)
+	}
+}
+
 func TestConformanceWarnsOnRPCNotPermitted(t *testing.T) {
 	plugin, socket := sidecarSocket(t, "extra", conformingSidecar{}, "GuestDefinition")
 	code, stdout, stderr := kvpctl(t, "conformance", "--plugin", plugin, "--socket", socket)
@@ -236,14 +270,25 @@ func TestConformanceBadSocketIsOneLineAndExit1(t *testing.T) {
 	}()
 	// A gRPC server that serves only the health service.
 	other := serveGRPC(t, func(g *grpc.Server) { healthpb.RegisterHealthServer(g, health.NewServer()) })
-	for _, tc := range []struct{ name, socket, want string }{
-		{"Missing", filepath.Join(t.TempDir(), "none.sock"), "no such file or directory"},
-		{"NotASocket", regular, "is not a Unix socket"},
-		{"NotGRPC", garbage, "does not answer gRPC"},
-		{"OtherService", other, "does not serve kubevirt.hooks.plugins.v1alpha1.LauncherHookService"},
+	nodePlugin := writeFile(t, "node.yaml", `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: node-demo
+spec:
+  nodeHooks:
+  - socket: /var/run/kubevirt/plugins/node.sock
+    permittedHooks: [PreVMStart]
+`)
+	for _, tc := range []struct{ name, plugin, socket, want string }{
+		{"Missing", plugin, filepath.Join(t.TempDir(), "none.sock"), "no such file or directory"},
+		{"NotASocket", plugin, regular, "is not a Unix socket"},
+		{"NotGRPC", plugin, garbage, "does not answer gRPC"},
+		{"OtherService", plugin, other, "does not serve kubevirt.hooks.plugins.v1alpha1.LauncherHookService"},
+		{"NodeHooksNotGRPC", nodePlugin, garbage, "does not answer gRPC"},
+		{"NodeHooksOtherService", nodePlugin, other, "does not serve kubevirt.hooks.plugins.v1alpha1.NodeHookService"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, stderr := kvpctl(t, "conformance", "--plugin", plugin, "--socket", tc.socket)
+			code, stdout, stderr := kvpctl(t, "conformance", "--plugin", tc.plugin, "--socket", tc.socket)
 			if code != exitError || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 || stdout != "" {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line mentioning %q", code, stdout, stderr, tc.want)
 			}

@@ -10,7 +10,7 @@
 //	kvpctl guest-definition --plugins PATH --vmi FILE --domain FILE [--context Boot|MigrationTarget] [--socket-wait DURATION] [--socket-root DIR] [--diff]
 //	kvpctl pre-migration-source --plugins PATH --vmi FILE --flags N [--params FILE] [--socket-wait DURATION] [--socket-root DIR]
 //	kvpctl condition --expression EXPR --vmi FILE
-//	kvpctl conformance --plugin FILE --socket PATH [--hooks launcher|node] [--vmi FILE] [--domain FILE] [--iso FILE] [--flags N] [--params FILE]
+//	kvpctl conformance --plugin FILE --socket PATH [--hooks launcher|node] [--vmi FILE] [--domain FILE] [--iso FILE | --no-iso] [--flags N] [--params FILE] [--timeout D] [--short-deadline D] [--settle D]
 //
 // Exit status: 0 on success, 1 when the operation fails (the reason is on
 // stderr), 2 on a usage error. kvpctl is built without cgo and does not

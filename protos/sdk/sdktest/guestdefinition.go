@@ -107,7 +107,7 @@ func checkGuestDefinitionParses(c LauncherContract) Check {
 func checkGuestDefinitionKeepsDomain(c LauncherContract) Check {
 	return Check{
 		Name: "GuestDefinition/KeepsDomain",
-		Rule: "GuestDefinition returns the domain it was given with its own changes only: the identity stays and no part of the domain is lost",
+		Rule: "GuestDefinition returns the domain it was given with its own changes only: the identity stays, no part of the domain is lost, no device the VMI declares disappears",
 		run: func(ctx context.Context, conn grpc.ClientConnInterface) outcome {
 			out, err := guestDefinition(ctx, conn, c, c.DomainXML, sdk.InvocationBoot)
 			if err != nil {
@@ -131,17 +131,17 @@ func checkGuestDefinitionKeepsDomain(c LauncherContract) Check {
 			if problems := lostParts(in, got); len(problems) > 0 {
 				return failed(errors.New(strings.Join(problems, "; ")))
 			}
-			return passed("type, name, uuid, every kind of element of <domain> and <devices> and the namespaced <metadata> kept")
+			return passed("type, name, uuid, every kind of element of <domain> and <devices>, every device with an alias and the namespaced <metadata> kept")
 		},
 	}
 }
 
 // lostParts compares the domain sent with the domain returned: the identity
-// (type attribute, name, uuid) must be equal, and every kind of element
-// found under <domain> and under <devices> must still be there. A sidecar
-// may change any element, add new ones or remove some of a kind; a kind
-// that disappears entirely is what a lossy parser or a template that
-// rebuilds the domain leaves.
+// (type attribute, name, uuid) must be equal, every kind of element found
+// under <domain> and under <devices> must still be there, and so must every
+// device KubeVirt named with an alias (see lostDevices). A sidecar may
+// change any element and add new ones; a kind that disappears entirely is
+// what a lossy parser or a template that rebuilds the domain leaves.
 func lostParts(in, out *node) []string {
 	var problems []string
 	if out.name != "domain" {
@@ -179,6 +179,7 @@ func lostParts(in, out *node) []string {
 	}
 	missing("<domain>", in, out)
 	missing("<devices>", in.child("devices"), out.child("devices"))
+	problems = append(problems, lostDevices(in.child("devices"), out.child("devices"))...)
 	if a, b := in.child("metadata"), out.child("metadata"); a != nil && b != nil {
 		for _, ch := range a.children {
 			if !b.hasChild(ch.space, ch.name) {
@@ -187,6 +188,45 @@ func lostParts(in, out *node) []string {
 		}
 	}
 	return problems
+}
+
+// lostDevices lists the devices of in that carry an <alias> and that out
+// no longer has as the same element with the same alias. KubeVirt names
+// each device the VMI declares (disks, interfaces, inputs, ...) with an
+// alias "ua-<name>": the VMI still declares it, and the rest of KubeVirt
+// (hotplug, disk and interface status, migration) looks it up by that
+// alias, so a sidecar may change such a device but not drop or rename it.
+// Devices without an alias, such as the memory balloon or a second serial
+// port, may be removed one by one.
+func lostDevices(in, out *node) []string {
+	if in == nil {
+		return nil
+	}
+	have := map[string]bool{}
+	if out != nil {
+		for _, d := range out.children {
+			if a := d.child("alias"); a != nil {
+				have[d.name+"\x00"+a.attr("name")] = true
+			}
+		}
+	}
+	var lost []string
+	for _, d := range in.children {
+		a := d.child("alias")
+		if a == nil || a.attr("name") == "" {
+			continue
+		}
+		if !have[d.name+"\x00"+a.attr("name")] {
+			lost = append(lost, fmt.Sprintf("<%s> with alias %q", d.name, a.attr("name")))
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	if len(lost) > 5 {
+		lost = append(lost[:5], fmt.Sprintf("and %d more", len(lost)-5))
+	}
+	return []string{fmt.Sprintf("<devices> lost %s: a device the VMI declares may be changed but must stay, under the alias KubeVirt knows it by", strings.Join(lost, ", "))}
 }
 
 func checkGuestDefinitionRepeatable(c LauncherContract) Check {

@@ -88,10 +88,17 @@ type LauncherContract struct {
 	// KubeVirtDomainXML, a domain as KubeVirt generates it.
 	DomainXML []byte
 	// Artifacts name the boot artifacts to give PreBoot. The checks never
-	// touch these paths: they copy the cloud-init ISO, when one is named,
-	// into a temporary directory of their own and send that copy. Default:
-	// no ISO, an empty ephemeral disk directory.
+	// touch these paths: they copy the cloud-init ISO into a temporary
+	// ephemeral disk directory of their own and send that copy. Default
+	// (nil, or no CloudInitIso): a stand-in NoCloud ISO (StandInISOFiles)
+	// in that directory, so that a sidecar that changes only the ISO is
+	// seen doing it.
 	Artifacts *hooksv1alpha1.BootArtifacts
+	// NoCloudInitISO gives PreBoot no ISO at all, as for a VMI without a
+	// cloud-init volume. The checks that watch files then WARN unless they
+	// see a change: without an ISO they cannot tell a sidecar keeping the
+	// rules from one that breaks them only when it has an ISO.
+	NoCloudInitISO bool
 	// Flags and Params are sent to PreMigrationSource. Default when both
 	// are empty: DefaultMigrationFlags and DefaultMigrationParams.
 	Flags  uint64

@@ -3,6 +3,8 @@ package sdktest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdomanski/iso9660"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protowire"
 	"libvirt.org/go/libvirtxml"
@@ -273,6 +276,17 @@ func TestGuestDefinitionKeepsDomainFailsSidecarLosingParts(t *testing.T) {
 			[]string{`<metadata> lost <kubevirt xmlns="http://kubevirt.io">`},
 		},
 		{
+			// One of eleven disks gone: every kind of element is still there.
+			"DropsOneOfTheDisks",
+			withoutDevice(t, sdktest.KubeVirtDomainXML, "disk", "ua-nocloud"),
+			[]string{"no device the VMI declares disappears", `<devices> lost <disk> with alias "ua-nocloud"`},
+		},
+		{
+			"RenamesAnInterfaceAlias",
+			strings.Replace(sdktest.KubeVirtDomainXML, `<alias name="ua-default">`, `<alias name="net0">`, 1),
+			[]string{`<devices> lost <interface> with alias "ua-default"`},
+		},
+		{
 			"RenamesTheDomain",
 			strings.Replace(sdktest.KubeVirtDomainXML, "<name>mynamespace_testvmi</name>", "<name>other</name>", 1),
 			[]string{`<name> changed from "mynamespace_testvmi" to "other"`},
@@ -285,6 +299,25 @@ func TestGuestDefinitionKeepsDomainFailsSidecarLosingParts(t *testing.T) {
 	}
 	// The fixture itself, returned unchanged, keeps everything.
 	wantStatus(t, runCheck(t, serveGuestDefinitionReply(t, sdktest.KubeVirtDomainXML), "GuestDefinition/KeepsDomain", contract(t, sdk.HookGuestDefinition)), sdktest.Pass)
+	// A device without an alias (one of the two controllers) may go, and a
+	// device the VMI declares may change.
+	changed := strings.Replace(withoutDevice(t, sdktest.KubeVirtDomainXML, "controller", `<controller type="usb"`), `<alias name="ua-nocloud"></alias>`, `<alias name="ua-nocloud"></alias><readonly></readonly>`, 1)
+	wantStatus(t, runCheck(t, serveGuestDefinitionReply(t, changed), "GuestDefinition/KeepsDomain", contract(t, sdk.HookGuestDefinition)), sdktest.Pass)
+}
+
+// withoutDevice removes from domain the <kind> element holding marker.
+func withoutDevice(t *testing.T, domain, kind, marker string) string {
+	t.Helper()
+	at := strings.Index(domain, marker)
+	if at < 0 {
+		t.Fatalf("no %q in the domain", marker)
+	}
+	start := strings.LastIndex(domain[:at+len(marker)], "<"+kind+" ")
+	end := strings.Index(domain[at:], "</"+kind+">")
+	if start < 0 || end < 0 {
+		t.Fatalf("no <%s> holding %q in the domain", kind, marker)
+	}
+	return domain[:start] + domain[at+end+len("</"+kind+">"):]
 }
 
 // lateISOWriter ignores its context: it rewrites the ISO 1.5 s into the
@@ -334,6 +367,32 @@ func TestPreBootAtomicWritesFailsSidecarWritingInPlace(t *testing.T) {
 	wantStatus(t, r, sdktest.Fail, "replace files atomically", "rewritten in place (same inode, new content): noCloud.iso")
 }
 
+// leavesTempFile replaces the ISO by rename but first makes a copy next
+// to it that it never removes, as a write that gave up halfway would.
+type leavesTempFile struct{ name string }
+
+func (l leavesTempFile) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
+	if r.CloudInitISO == "" {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(r.CloudInitISO), l.name), []byte("half"), 0o644); err != nil {
+		return err
+	}
+	return sdk.AtomicWriteFile(r.CloudInitISO, []byte("configured\n"), 0o644)
+}
+
+func TestPreBootAtomicWritesFailsSidecarLeavingATemporaryFile(t *testing.T) {
+	for _, name := range []string{"noCloud.iso.tmp", ".noCloud.iso.new", "network-config~"} {
+		t.Run(name, func(t *testing.T) {
+			r := runCheck(t, sdktest.StartLauncher(t, "demo", leavesTempFile{name: name}), "PreBoot/AtomicWrites", contract(t, sdk.HookPreBoot))
+			wantStatus(t, r, sdktest.Fail, "replace files atomically", "temporary files left behind: "+name)
+		})
+	}
+	// A new file of its own name, next to the ISO, is not a leftover.
+	r := runCheck(t, sdktest.StartLauncher(t, "demo", leavesTempFile{name: "extra-disk.img"}), "PreBoot/AtomicWrites", contract(t, sdk.HookPreBoot))
+	wantStatus(t, r, sdktest.Pass, "replaced by rename", "extra-disk.img created")
+}
+
 // appendingISO adds a line to the ISO on every call.
 type appendingISO struct{}
 
@@ -348,6 +407,119 @@ func (appendingISO) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
 func TestPreBootRepeatableFailsSidecarAppendingOnEveryCall(t *testing.T) {
 	r := runCheck(t, sdktest.StartLauncher(t, "demo", appendingISO{}), "PreBoot/Repeatable", contract(t, sdk.HookPreBoot))
 	wantStatus(t, r, sdktest.Fail, "called again after a failed start", "the second call changed the artifacts again: noCloud.iso rewritten")
+}
+
+// careless breaks the three file rules, but only when it has an ISO: it
+// rewrites the ISO in place at once and again 1.5 s later, after it
+// answered, whatever its context says.
+type careless struct{}
+
+func (careless) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
+	if r.CloudInitISO == "" {
+		return nil
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		_ = os.WriteFile(r.CloudInitISO, []byte("rewritten\n"), 0o644)
+	}()
+	return os.WriteFile(r.CloudInitISO, []byte("configured\n"), 0o644)
+}
+
+// isoReader reads the ISO it is given as cloud-init would, and refuses
+// anything but a NoCloud ISO.
+type isoReader struct {
+	mu    sync.Mutex
+	files map[string]string
+}
+
+func (i *isoReader) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
+	if r.CloudInitISO == "" {
+		return errors.New("no cloud-init ISO")
+	}
+	f, err := os.Open(r.CloudInitISO)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	img, err := iso9660.OpenImage(f)
+	if err != nil {
+		return err
+	}
+	if label, err := img.Label(); err != nil || strings.TrimSpace(label) != "cidata" {
+		return fmt.Errorf("volume label %q (%v), want cidata", label, err)
+	}
+	root, err := img.RootDir()
+	if err != nil {
+		return err
+	}
+	children, err := root.GetChildren()
+	if err != nil {
+		return err
+	}
+	files := map[string]string{}
+	for _, c := range children {
+		b, err := io.ReadAll(c.Reader())
+		if err != nil {
+			return err
+		}
+		files[strings.ToLower(strings.Split(c.Name(), ";")[0])] = string(b)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.files = files
+	return nil
+}
+
+var preBootFileChecks = []string{"PreBoot/NoChangeAfterReturn", "PreBoot/ContextHonoured", "PreBoot/AtomicWrites", "PreBoot/Repeatable"}
+
+// Without an ISO named, PreBoot is handed the stand-in NoCloud ISO, so that
+// a sidecar that leaves things alone without an ISO does not pass by it.
+func TestPreBootChecksHandAStandInNoCloudISOByDefault(t *testing.T) {
+	c := sdktest.LauncherContract{Permitted: []string{sdk.HookPreBoot}}
+	socket := sdktest.StartLauncher(t, "demo", careless{})
+	wantStatus(t, runCheck(t, socket, "PreBoot/NoChangeAfterReturn", c), sdktest.Fail, "after PreBoot returned OK", "noCloud.iso rewritten")
+	wantStatus(t, runCheck(t, socket, "PreBoot/ContextHonoured", c), sdktest.Fail, "honour the request context", "noCloud.iso rewritten")
+	wantStatus(t, runCheck(t, socket, "PreBoot/AtomicWrites", c), sdktest.Fail, "rewritten in place (same inode, new content): noCloud.iso")
+
+	reader := &isoReader{}
+	socket = sdktest.StartLauncher(t, "demo", reader)
+	wantStatus(t, runCheck(t, socket, "PreBoot/Repeatable", c), sdktest.Pass)
+	reader.mu.Lock()
+	defer reader.mu.Unlock()
+	for name, want := range sdktest.StandInISOFiles {
+		if reader.files[name] != want {
+			t.Errorf("stand-in ISO: %s is %q, want %q (files %q)", name, reader.files[name], want, reader.files)
+		}
+	}
+
+	good := sdktest.StartLauncher(t, "demo", wellBehaved{})
+	for _, name := range preBootFileChecks {
+		wantStatus(t, runCheck(t, good, name, c), sdktest.Pass)
+	}
+}
+
+// A run that really gives PreBoot no ISO cannot tell: each file check that
+// sees no change warns instead of passing.
+func TestPreBootChecksWarnWithoutAnISO(t *testing.T) {
+	c := sdktest.LauncherContract{Permitted: []string{sdk.HookPreBoot}, NoCloudInitISO: true, Settle: 500 * time.Millisecond}
+	socket := sdktest.StartLauncher(t, "demo", careless{})
+	for _, name := range preBootFileChecks {
+		wantStatus(t, runCheck(t, socket, name, c), sdktest.Warn, "PreBoot was given no cloud-init ISO (NoCloudInitISO; in kvpctl, --no-iso)", "proves nothing")
+	}
+	// A change seen is still a failure.
+	wantStatus(t, runCheck(t, sdktest.StartLauncher(t, "demo", backgroundDiskWriter{}), "PreBoot/NoChangeAfterReturn", c), sdktest.Fail, "disk.img created")
+}
+
+// backgroundDiskWriter answers at once and creates a disk image in the
+// ephemeral disk directory 200 ms later.
+type backgroundDiskWriter struct{}
+
+func (backgroundDiskWriter) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_ = os.WriteFile(filepath.Join(r.EphemeralDiskDir, "disk.img"), []byte("disk"), 0o644)
+	}()
+	return nil
 }
 
 // rawMigration answers PreMigrationSource with a fixed response, as a
@@ -411,7 +583,9 @@ func (noChanges) PreMigrationSource(context.Context, *sdk.PreMigrationSourceRequ
 	return nil, nil
 }
 
-func TestPreMigrationSourceEmptyResponseChangesNothing(t *testing.T) {
+// That the empty response changes nothing is the launcher's rule, tested
+// in launcher-runtime; here a sidecar answering it passes the checks.
+func TestPreMigrationSourceChecksPassASidecarChangingNothing(t *testing.T) {
 	socket := sdktest.StartLauncher(t, "demo", noChanges{})
 	c := contract(t, sdk.HookPreMigrationSource)
 	wantStatus(t, runCheck(t, socket, "PreMigrationSource/ResponseValid", c), sdktest.Pass, "the response changes nothing")
@@ -448,17 +622,29 @@ func (s *stubborn) GuestDefinition(_ context.Context, r *sdk.GuestDefinitionRequ
 	return r.Domain, nil
 }
 
+func (s *stubborn) PreMigrationSource(context.Context, *sdk.PreMigrationSourceRequest) (*sdk.MigrationChanges, error) {
+	s.work()
+	return nil, nil
+}
+
 func (s *stubborn) ExecuteNodeHook(context.Context, *sdk.NodeHookRequest) error {
 	s.work()
 	return nil
 }
 
 func TestContextHonouredFailsHandlerWorkingPastItsDeadline(t *testing.T) {
-	r := runCheck(t, sdktest.StartLauncher(t, "demo", &stubborn{}), "GuestDefinition/ContextHonoured", contract(t, sdk.HookGuestDefinition))
-	wantStatus(t, r, sdktest.Fail, "honour the request context", "after a call that ended at its 300ms deadline took", "kept working after its caller gave up")
-
-	r = runNodeCheck(t, sdktest.StartNode(t, &stubborn{}), "Node/PreVMStart/ContextHonoured", sdktest.NodeContract{HookPoints: []sdk.NodeHookPoint{sdk.NodeHookPreVMStart}})
-	wantStatus(t, r, sdktest.Fail, "node hooks honour the request context", "ExecuteNodeHook(PreVMStart) after a call that ended at its 300ms deadline took")
+	for _, hook := range []string{sdk.HookGuestDefinition, sdk.HookPreMigrationSource} {
+		t.Run(hook, func(t *testing.T) {
+			t.Parallel()
+			r := runCheck(t, sdktest.StartLauncher(t, "demo", &stubborn{}), hook+"/ContextHonoured", contract(t, hook))
+			wantStatus(t, r, sdktest.Fail, "honour the request context", hook+" after a call that ended at its 300ms deadline took", "kept working after its caller gave up")
+		})
+	}
+	t.Run("Node", func(t *testing.T) {
+		t.Parallel()
+		r := runNodeCheck(t, sdktest.StartNode(t, &stubborn{}), "Node/PreVMStart/ContextHonoured", sdktest.NodeContract{HookPoints: []sdk.NodeHookPoint{sdk.NodeHookPreVMStart}})
+		wantStatus(t, r, sdktest.Fail, "node hooks honour the request context", "ExecuteNodeHook(PreVMStart) after a call that ended at its 300ms deadline took")
+	})
 }
 
 type flappingNode struct {
@@ -489,4 +675,9 @@ func TestNotPermittedRPCIsAWarningAndMissingPermittedRPCAFailure(t *testing.T) {
 	wantStatus(t, runCheck(t, only, "RPCs/PermittedImplemented", contract(t, sdk.HookGuestDefinition, sdk.HookPreBoot)), sdktest.Fail,
 		"implements the RPC of every hook point", "PreBoot is permitted but answered Unimplemented")
 	wantStatus(t, runCheck(t, only, "RPCs/OnlyPermitted", contract(t, sdk.HookGuestDefinition)), sdktest.Pass)
+
+	// A node hook point in a sidecar's permittedHooks is a Plugin the
+	// launcher would never call for it.
+	wantStatus(t, runCheck(t, socket, "RPCs/PermittedImplemented", contract(t, sdk.HookGuestDefinition, string(sdk.NodeHookPostVMStart))), sdktest.Fail,
+		"implements the RPC of every hook point", `permittedHooks lists "PostVMStart", which is not a launcher hook point`)
 }

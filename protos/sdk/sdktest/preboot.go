@@ -20,12 +20,15 @@ import (
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
 
-// artifactDir is a temporary ephemeral disk directory holding a copy of the
-// contract's cloud-init ISO, the only place PreBoot checks let a sidecar
-// write to.
+// artifactDir is a temporary ephemeral disk directory holding a cloud-init
+// ISO, the only place PreBoot checks let a sidecar write to: a copy of the
+// contract's ISO, or else the stand-in NoCloud ISO.
 type artifactDir struct {
 	dir       string
 	artifacts *hooksv1alpha1.BootArtifacts
+	// noISO says why PreBoot is given no cloud-init ISO; empty when it is
+	// given one.
+	noISO string
 }
 
 func newArtifactDir(c LauncherContract) (*artifactDir, error) {
@@ -34,20 +37,41 @@ func newArtifactDir(c LauncherContract) (*artifactDir, error) {
 		return nil, fmt.Errorf("temporary artifact directory: %w", err)
 	}
 	a := &artifactDir{dir: dir, artifacts: &hooksv1alpha1.BootArtifacts{EphemeralDiskDir: dir}}
-	if src := c.Artifacts.GetCloudInitIso(); src != "" {
-		data, err := os.ReadFile(src)
-		if err != nil {
+	var data []byte
+	name := StandInISOName
+	switch src := c.Artifacts.GetCloudInitIso(); {
+	case c.NoCloudInitISO:
+		a.noISO = "NoCloudInitISO; in kvpctl, --no-iso"
+		return a, nil
+	case src != "":
+		if data, err = os.ReadFile(src); err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, fmt.Errorf("cloud-init ISO to copy: %w", err)
 		}
-		iso := filepath.Join(dir, filepath.Base(src))
-		if err := os.WriteFile(iso, data, 0o644); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("copy of the cloud-init ISO: %w", err)
+		name = filepath.Base(src)
+	default:
+		if data, err = standInISO(); err != nil {
+			a.noISO = fmt.Sprintf("the stand-in could not be built: %v", err)
+			return a, nil
 		}
-		a.artifacts.CloudInitIso = iso
 	}
+	iso := filepath.Join(dir, name)
+	if err := os.WriteFile(iso, data, 0o644); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("copy of the cloud-init ISO: %w", err)
+	}
+	a.artifacts.CloudInitIso = iso
 	return a, nil
+}
+
+// unseen is the outcome of a file check that saw nothing wrong: a pass
+// with detail, or a warning when PreBoot had no ISO to change, so that
+// seeing nothing proves nothing.
+func (a *artifactDir) unseen(format string, args ...any) outcome {
+	if a.noISO != "" {
+		return outcome{warning: fmt.Sprintf("PreBoot was given no cloud-init ISO (%s): a sidecar that changes only the ISO had nothing to change, so seeing no change proves nothing", a.noISO)}
+	}
+	return passed(format, args...)
 }
 
 func (a *artifactDir) remove() { _ = os.RemoveAll(a.dir) }
@@ -159,7 +183,7 @@ func checkPreBootNoChangeAfterReturn(c LauncherContract) Check {
 				if len(changed) > 0 {
 					return failed(fmt.Errorf("within %v after PreBoot returned OK: %s", c.Settle, strings.Join(changed, ", ")))
 				}
-				return passed("no artifact changed within %v after the call returned", c.Settle)
+				return a.unseen("no artifact changed within %v after the call returned", c.Settle)
 			})
 		},
 	}
@@ -181,9 +205,9 @@ func checkPreBootContextHonoured(c LauncherContract) Check {
 					return failed(fmt.Errorf("a call with a %v deadline ended %v; within %v after that: %s", c.ShortDeadline, code, c.Settle, strings.Join(changed, ", ")))
 				}
 				if code == codes.DeadlineExceeded || code == codes.Canceled {
-					return passed("a call ended at its %v deadline and no artifact changed within %v after it", c.ShortDeadline, c.Settle)
+					return a.unseen("a call ended at its %v deadline and no artifact changed within %v after it", c.ShortDeadline, c.Settle)
 				}
-				return passed("answered %v within the %v deadline and no artifact changed within %v after it", code, c.ShortDeadline, c.Settle)
+				return a.unseen("answered %v within the %v deadline and no artifact changed within %v after it", code, c.ShortDeadline, c.Settle)
 			})
 		},
 	}
@@ -213,7 +237,7 @@ func checkPreBootAtomicWrites(c LauncherContract) Check {
 					}
 				}
 				for name := range after {
-					if _, ok := before[name]; !ok && strings.Contains(filepath.Base(name), ".tmp") {
+					if _, ok := before[name]; !ok && looksTemporary(name, before) {
 						leftovers = append(leftovers, name)
 					}
 				}
@@ -232,10 +256,27 @@ func checkPreBootAtomicWrites(c LauncherContract) Check {
 				if changed := changes(before, after); len(changed) > 0 {
 					return passed("replaced by rename: %s", strings.Join(changed, ", "))
 				}
-				return passed("no artifact changed")
+				return a.unseen("no artifact changed")
 			})
 		},
 	}
+}
+
+// looksTemporary tells whether a file a PreBoot call created is the
+// leftover of a write: its name says tmp, temp or ends in ~, or it carries
+// the name of an artifact that was there before (".noCloud.iso.new").
+// A new file of another name, such as an extra disk image, is not one.
+func looksTemporary(name string, before snapshot) bool {
+	base := strings.ToLower(filepath.Base(name))
+	if strings.Contains(base, "tmp") || strings.Contains(base, "temp") || strings.HasSuffix(base, "~") {
+		return true
+	}
+	for old := range before {
+		if filepath.Dir(old) == filepath.Dir(name) && strings.Contains(base, strings.ToLower(filepath.Base(old))) {
+			return true
+		}
+	}
+	return false
 }
 
 func checkPreBootRepeatable(c LauncherContract) Check {
@@ -261,7 +302,7 @@ func checkPreBootRepeatable(c LauncherContract) Check {
 				if changed := changes(first, second); len(changed) > 0 {
 					return failed(fmt.Errorf("the second call changed the artifacts again: %s", strings.Join(changed, ", ")))
 				}
-				return passed("the second call left the artifacts as the first did")
+				return a.unseen("the second call left the artifacts as the first did")
 			})
 		},
 	}

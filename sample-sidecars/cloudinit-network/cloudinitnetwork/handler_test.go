@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -357,4 +358,33 @@ func TestCloudInitNetworkPassesLauncherContract(t *testing.T) {
 		VMI:       vmiJSON(t, vmiWithNetworks(map[string]string{NetworkStatusAnnotation: networkStatus})),
 		Artifacts: &hooksv1alpha1.BootArtifacts{CloudInitIso: iso, EphemeralDiskDir: filepath.Dir(iso)},
 	})
+}
+
+// The contract's default ISO, the stand-in NoCloud ISO, is one the sample
+// reads and rewrites.
+func TestCloudInitNetworkPassesLauncherContractOnTheStandInISO(t *testing.T) {
+	socket := sdktest.StartLauncher(t, "cloudinit-network", New(Options{}))
+	results := sdktest.RunChecks(context.Background(), dialContract(t, socket), sdktest.LauncherChecks(sdktest.LauncherContract{
+		Permitted: []string{sdk.HookPreBoot},
+		VMI:       vmiJSON(t, vmiWithNetworks(map[string]string{NetworkStatusAnnotation: networkStatus})),
+	}))
+	for _, r := range results {
+		t.Log(r)
+		if r.Status != sdktest.Pass {
+			t.Errorf("%s", r)
+		}
+		if r.Check == "PreBoot/AtomicWrites" && !strings.Contains(r.Detail, "noCloud.iso rewritten") {
+			t.Errorf("the sample did not rewrite the stand-in ISO: %s", r)
+		}
+	}
+}
+
+func dialContract(t *testing.T, socket string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := sdktest.Dial(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }
