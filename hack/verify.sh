@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fails on stale generated code, untidy modules, unformatted code, vet
-# findings, or a module that does not build on its own (GOWORK=off).
+# Fails on stale generated code, untidy modules, modules that require
+# different versions of one dependency, unformatted code, vet findings, or a
+# module that does not build on its own (GOWORK=off).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -20,6 +21,7 @@ if [ -n "$untracked" ]; then
   echo "$untracked" >&2
   fail=1
 fi
+hack/deps.sh check || fail=1
 unformatted=$(gofmt -l $(modules) 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
   echo "verify: not gofmt-ed:" >&2
