@@ -1,13 +1,9 @@
-// Module k8stools builds kube-apiserver and etcd for envtest. It stays out of
-// go.work (build it with GOWORK=off) so its k8s.io requirements do not leak.
+// Module k8stools builds kube-apiserver and etcd for envtest, named by its
+// tool directives. It stays out of go.work (build it with GOWORK=off) so its
+// k8s.io requirements do not leak.
 module github.com/kubevirt-plugins/framework/hack/tools/k8s
 
 go 1.26.0
-
-require (
-	go.etcd.io/etcd/server/v3 v3.6.16
-	k8s.io/kubernetes v1.36.3
-)
 
 require (
 	cel.dev/expr v0.25.2 // indirect
@@ -85,6 +81,7 @@ require (
 	go.etcd.io/etcd/client/pkg/v3 v3.6.16 // indirect
 	go.etcd.io/etcd/client/v3 v3.6.16 // indirect
 	go.etcd.io/etcd/pkg/v3 v3.6.16 // indirect
+	go.etcd.io/etcd/server/v3 v3.6.16 // indirect
 	go.etcd.io/raft/v3 v3.6.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.65.0 // indirect
@@ -142,6 +139,7 @@ require (
 	k8s.io/kube-scheduler v0.0.0 // indirect
 	k8s.io/kubectl v0.0.0 // indirect
 	k8s.io/kubelet v0.36.3 // indirect
+	k8s.io/kubernetes v1.36.3 // indirect
 	k8s.io/metrics v0.36.3 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
@@ -186,4 +184,9 @@ replace (
 	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.36.3
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.36.3
 	k8s.io/streaming => k8s.io/streaming v0.36.3
+)
+
+tool (
+	go.etcd.io/etcd/server/v3
+	k8s.io/kubernetes/cmd/kube-apiserver
 )
