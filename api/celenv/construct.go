@@ -14,7 +14,7 @@ import (
 // then calls the type provider's NewValue) by a structConstructor that
 // builds the literal directly: the field order, Go field and optional flag of
 // every literal are worked out once, at compile time, from the checked AST.
-func (g *goTypes) structConstructors(checked *ast.AST) interpreter.InterpretableDecorator {
+func (g *goTypes) structConstructors(checked *ast.AST) interpreter.InterpretableDecoratorV2 {
 	type plan struct {
 		t      reflect.Type
 		fields []constructorField
@@ -40,7 +40,7 @@ func (g *goTypes) structConstructors(checked *ast.AST) interpreter.Interpretable
 		}
 		plans[x.ID()] = p
 	}))
-	return func(i interpreter.Interpretable) (interpreter.Interpretable, error) {
+	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 		c, ok := i.(interpreter.InterpretableConstructor)
 		if !ok {
 			return i, nil
@@ -65,7 +65,7 @@ type structConstructor struct {
 	t      reflect.Type
 	typ    *types.Type
 	fields []constructorField
-	vals   []interpreter.Interpretable
+	vals   []interpreter.InterpretableV2
 }
 
 var _ interpreter.InterpretableConstructor = (*structConstructor)(nil)
@@ -74,17 +74,28 @@ var _ interpreter.InterpretableConstructor = (*structConstructor)(nil)
 func (s *structConstructor) ID() int64 { return s.id }
 
 // InitVals implements interpreter.InterpretableConstructor.
-func (s *structConstructor) InitVals() []interpreter.Interpretable { return s.vals }
+func (s *structConstructor) InitVals() []interpreter.InterpretableV2 { return s.vals }
 
 // Type implements interpreter.InterpretableConstructor: the cost tracker
 // charges a struct creation for it.
 func (s *structConstructor) Type() ref.Type { return s.typ }
 
-// Eval implements interpreter.Interpretable.
+// Eval implements interpreter.Interpretable, for callers of the older
+// interface; the interpreter itself calls Exec.
 func (s *structConstructor) Eval(act interpreter.Activation) ref.Val {
+	frame, err := interpreter.NewExecutionFrame(act)
+	if err != nil {
+		return types.LabelErrNode(s.id, types.WrapErr(err))
+	}
+	defer frame.Close()
+	return s.Exec(frame)
+}
+
+// Exec implements interpreter.InterpretableV2.
+func (s *structConstructor) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	lit := s.g.newLiteral(s.t, s.typ, len(s.fields))
 	for i, f := range s.fields {
-		v := s.vals[i].Eval(act)
+		v := s.vals[i].Exec(frame)
 		if types.IsUnknownOrError(v) {
 			return v
 		}

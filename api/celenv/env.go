@@ -157,7 +157,7 @@ func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) s
 	}
 	if env == e.transforms {
 		e.transformTypes.markCarriedReads(checked.NativeRep())
-		opts = append(opts, cel.CustomDecorator(e.transformTypes.structConstructors(checked.NativeRep())))
+		opts = append(opts, cel.CustomDecoratorV2(e.transformTypes.structConstructors(checked.NativeRep())))
 	}
 	program, err := env.Program(checked, opts...)
 	if err != nil {
