@@ -20,8 +20,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 )
 
 // BenchmarkLabelSync creates LABELSYNC_BENCH_VMS (default 2000) VMs, each

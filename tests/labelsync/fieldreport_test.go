@@ -9,10 +9,10 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/reconcilers/vm"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/reconcilers/vmi"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vm"
+	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vmi"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 )
 
 // outside are labels KubeVirt and others put on the VMI and the Pod; no

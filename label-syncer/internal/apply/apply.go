@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/labelsync"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
+	"github.com/kubevirt-plugins/framework/label-syncer/metrics"
 )
 
 // DefaultMaxAttempts is used when Patcher.MaxAttempts is 0.

@@ -17,9 +17,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/labelsync"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
+	"github.com/kubevirt-plugins/framework/label-syncer/metrics"
 )
 
 func newScheme(t *testing.T) *runtime.Scheme {

@@ -4,7 +4,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
 )
 
 // Defaults of Options.

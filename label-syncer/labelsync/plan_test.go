@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
 )
 
 func mustFilter(t *testing.T, list string) *keyfilter.Filter {

@@ -3,8 +3,8 @@ package labelsync_test
 import (
 	"fmt"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/labelsync"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
 )
 
 func ExamplePlan() {

@@ -3,7 +3,7 @@ package keyfilter_test
 import (
 	"fmt"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
 )
 
 func ExampleParse() {

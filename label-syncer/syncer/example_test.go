@@ -3,8 +3,8 @@ package syncer_test
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 )
 
 // A syncer for the labels under ops.example.com/ and one annotation, run

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
 )
 
 // Bookkeeping annotations written on targets when pruning is on. They are in
