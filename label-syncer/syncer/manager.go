@@ -22,14 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
-	"github.com/kubevirt-plugins/framework/label-syncer/metrics"
 	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vm"
 	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vmi"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=kubevirt
@@ -45,7 +45,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 			return nil, fmt.Errorf("building the scheme: %w", err)
 		}
 	}
-	m, err := metrics.New(opts.Registerer)
+	m, err := syncmetrics.New(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func withDefaults(o Options) Options {
 		o.Logger = logr.Discard()
 	}
 	if o.Registerer == nil {
-		o.Registerer = ctrlmetrics.Registry
+		o.Registerer = metrics.Registry
 	}
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = DefaultLeaderElectionID

@@ -20,8 +20,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/metrics"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 // BenchmarkLabelSync creates LABELSYNC_BENCH_VMS (default 2000) VMs, each
@@ -88,8 +88,8 @@ func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer
 	initial := writes.snapshot()
 	heap := heapInUse() - before
 
-	vmiSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetVMI})
-	podSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetPod})
+	vmiSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
+	podSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
 	label := strconv.Itoa(gen)
 	b.StartTimer()
 	t0 := time.Now()
@@ -131,8 +131,8 @@ func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer
 func waitSyncs(b *testing.B, run *syncerRun, vmi, pod float64) {
 	b.Helper()
 	waitLong(b, "syncs done", func() error {
-		gotVMI := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetVMI})
-		gotPod := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetPod})
+		gotVMI := run.counter(b, "labelsync_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
+		gotPod := run.counter(b, "labelsync_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
 		if gotVMI < vmi || gotPod < pod {
 			return fmt.Errorf("VMI syncs %v of %v, Pod syncs %v of %v", gotVMI, vmi, gotPod, pod)
 		}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
-	"github.com/kubevirt-plugins/framework/label-syncer/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 func newScheme(t *testing.T) *runtime.Scheme {
@@ -71,11 +71,11 @@ func newSetup(t *testing.T, onPatch func(s *setup, ctx context.Context, c client
 			return c.Patch(ctx, obj, p, opts...)
 		},
 	})
-	m, err := metrics.New(s.reg)
+	m, err := syncmetrics.New(s.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.patcher = &Patcher{Writer: c, Reader: base, Metrics: m, Target: metrics.TargetPod}
+	s.patcher = &Patcher{Writer: c, Reader: base, Metrics: m, Target: syncmetrics.TargetPod}
 	s.reader = base
 	s.pod = &corev1.Pod{}
 	if err := base.Get(context.Background(), client.ObjectKeyFromObject(pod), s.pod); err != nil {

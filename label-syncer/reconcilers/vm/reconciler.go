@@ -19,7 +19,7 @@ import (
 
 	"github.com/kubevirt-plugins/framework/label-syncer/internal/apply"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
-	"github.com/kubevirt-plugins/framework/label-syncer/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -44,7 +44,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Metrics records patches, conflicts and sync durations. Nil records
 	// nothing.
-	Metrics *metrics.Metrics
+	Metrics *syncmetrics.Metrics
 	// MaxConcurrentReconciles is the number of workers. Default 1.
 	MaxConcurrentReconciles int
 	// MaxPatchAttempts bounds the patches per sync. Default
@@ -92,19 +92,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	source := labelsync.Metadata{Labels: vm.Spec.Template.ObjectMeta.Labels, Annotations: vm.Spec.Template.ObjectMeta.Annotations}
-	p := &apply.Patcher{Writer: r.Client, Reader: r.APIReader, Metrics: r.Metrics, Target: metrics.TargetVMI, MaxAttempts: r.MaxPatchAttempts}
+	p := &apply.Patcher{Writer: r.Client, Reader: r.APIReader, Metrics: r.Metrics, Target: syncmetrics.TargetVMI, MaxAttempts: r.MaxPatchAttempts}
 	change, err := p.Apply(ctx, vmi, func(target labelsync.Metadata) labelsync.Change {
 		return labelsync.Plan(r.Rules, source, target)
 	})
 	if err != nil {
-		r.Metrics.Synced(metrics.TargetVMI, metrics.ResultError, time.Since(start))
+		r.Metrics.Synced(syncmetrics.TargetVMI, syncmetrics.ResultError, time.Since(start))
 		return ctrl.Result{}, fmt.Errorf("syncing VirtualMachineInstance %s from the template of VirtualMachine %s: %w", req.NamespacedName, vm.Name, err)
 	}
 	if change.Empty() {
-		r.Metrics.Synced(metrics.TargetVMI, metrics.ResultUnchanged, time.Since(start))
+		r.Metrics.Synced(syncmetrics.TargetVMI, syncmetrics.ResultUnchanged, time.Since(start))
 		return ctrl.Result{}, nil
 	}
-	r.Metrics.Synced(metrics.TargetVMI, metrics.ResultPatched, time.Since(start))
+	r.Metrics.Synced(syncmetrics.TargetVMI, syncmetrics.ResultPatched, time.Since(start))
 	desc := change.Describe()
 	if desc == "" {
 		desc = "bookkeeping of synced keys updated"

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kubevirt-plugins/framework/label-syncer/internal/apply"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
-	"github.com/kubevirt-plugins/framework/label-syncer/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -50,7 +50,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Metrics records patches, conflicts and sync durations. Nil records
 	// nothing.
-	Metrics *metrics.Metrics
+	Metrics *syncmetrics.Metrics
 	// MaxConcurrentReconciles is the number of workers. Default 1.
 	MaxConcurrentReconciles int
 	// MaxPatchAttempts bounds the patches per Pod and sync. Default
@@ -103,21 +103,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	source := labelsync.Metadata{Labels: vmi.Labels, Annotations: vmi.Annotations}
 	plan := func(target labelsync.Metadata) labelsync.Change { return labelsync.Plan(r.Rules, source, target) }
-	p := &apply.Patcher{Writer: r.Client, Reader: r.APIReader, Metrics: r.Metrics, Target: metrics.TargetPod, MaxAttempts: r.MaxPatchAttempts}
+	p := &apply.Patcher{Writer: r.Client, Reader: r.APIReader, Metrics: r.Metrics, Target: syncmetrics.TargetPod, MaxAttempts: r.MaxPatchAttempts}
 	var errs []error
 	for _, pod := range pods {
 		start := time.Now()
 		change, err := p.Apply(ctx, pod, plan)
 		switch {
 		case err != nil:
-			r.Metrics.Synced(metrics.TargetPod, metrics.ResultError, time.Since(start))
+			r.Metrics.Synced(syncmetrics.TargetPod, syncmetrics.ResultError, time.Since(start))
 			errs = append(errs, fmt.Errorf("syncing launcher Pod %s of VirtualMachineInstance %s: %w", pod.Name, req.NamespacedName, err))
 			continue
 		case change.Empty():
-			r.Metrics.Synced(metrics.TargetPod, metrics.ResultUnchanged, time.Since(start))
+			r.Metrics.Synced(syncmetrics.TargetPod, syncmetrics.ResultUnchanged, time.Since(start))
 			continue
 		}
-		r.Metrics.Synced(metrics.TargetPod, metrics.ResultPatched, time.Since(start))
+		r.Metrics.Synced(syncmetrics.TargetPod, syncmetrics.ResultPatched, time.Since(start))
 		desc := change.Describe()
 		if desc == "" {
 			desc = "bookkeeping of synced keys updated"

@@ -1,4 +1,4 @@
-// Package metrics holds the label syncer's Prometheus metrics. They are
+// Package syncmetrics holds the label syncer's Prometheus metrics. They are
 // registered on the Registerer the caller passes (the manager's registry in
 // the binary, a fresh one in tests); nothing is registered globally.
 //
@@ -8,4 +8,4 @@
 //	labelsync_patch_conflicts_total    patches whose test failed because the target changed meanwhile (re-read and retried)
 //	labelsync_sync_duration_seconds    time to bring one target in line, retries included
 //	labelsync_syncs_total{result}      syncs by result: unchanged, patched, error
-package metrics
+package syncmetrics
