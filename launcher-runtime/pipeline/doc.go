@@ -48,6 +48,6 @@
 // with outcome success, error, ignored or skipped.
 //
 // The package needs no cgo: the libvirt adapter that defines, starts and
-// migrates the domain lives in launcher-runtime/libvirt, and kvpctl uses
+// migrates the domain lives in launcher-runtime/domainrun, and kvpctl uses
 // this package to run the chains on a plugin author's machine.
 package pipeline

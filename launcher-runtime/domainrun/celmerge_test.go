@@ -1,6 +1,6 @@
 //go:build cgo
 
-package libvirt_test
+package domainrun_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/yaml"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
@@ -117,11 +117,11 @@ func loadVMI(t *testing.T) *kubevirtv1.VirtualMachineInstance {
 }
 
 // oracle defines domains on libvirt's test driver.
-type oracle struct{ conn *golibvirt.Connect }
+type oracle struct{ conn *libvirt.Connect }
 
 func newOracle(t *testing.T) oracle {
 	t.Helper()
-	conn, err := golibvirt.NewConnect("test:///default")
+	conn, err := libvirt.NewConnect("test:///default")
 	if err != nil {
 		t.Fatal(err)
 	}

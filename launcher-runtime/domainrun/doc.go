@@ -1,4 +1,4 @@
-// Package libvirt hands the launcher pipeline's results to libvirt through
+// Package domainrun hands the launcher pipeline's results to libvirt through
 // libvirt.org/go/libvirt: it defines and starts the domain GuestDefinition
 // produced, and turns the PreMigrationSource result (VIR_MIGRATE_* flags and
 // VIR_MIGRATE_PARAM_* parameters) into a MigrateToURI3 call.
@@ -23,4 +23,4 @@
 // levels and methods (9.4.0), the zero-detection disk lists or
 // bandwidth.avail.switchover on Debian 12's libvirt 9.0, gets an error
 // naming the parameter and the release it needs.
-package libvirt
+package domainrun

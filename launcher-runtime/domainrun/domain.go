@@ -1,6 +1,6 @@
 //go:build cgo
 
-package libvirt
+package domainrun
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"math"
 	"time"
 
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
@@ -18,7 +18,7 @@ import (
 // DefineAndStart defines domain on conn and starts it. The caller frees the
 // returned domain. A domain that was defined but failed to start stays
 // defined, as libvirt left it, so that its configuration can be inspected.
-func DefineAndStart(ctx context.Context, conn *golibvirt.Connect, domain *libvirtxml.Domain) (*golibvirt.Domain, error) {
+func DefineAndStart(ctx context.Context, conn *libvirt.Connect, domain *libvirtxml.Domain) (*libvirt.Domain, error) {
 	if domain == nil {
 		return nil, errors.New("define domain: no domain given")
 	}
@@ -54,7 +54,7 @@ func DefineAndStart(ctx context.Context, conn *golibvirt.Connect, domain *libvir
 // migration job is aborted and Migrate returns once libvirt gave up, with
 // an error wrapping ctx.Err(). A migration that completed before the abort
 // took effect is reported as a success.
-func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags uint64, params *hooksv1alpha1.MigrationParams) error {
+func Migrate(ctx context.Context, dom *libvirt.Domain, destURI string, flags uint64, params *hooksv1alpha1.MigrationParams) error {
 	name, err := dom.GetName()
 	if err != nil {
 		return fmt.Errorf("migrate: domain name: %w", err)
@@ -98,11 +98,11 @@ func Migrate(ctx context.Context, dom *golibvirt.Domain, destURI string, flags u
 // MigrateFlags converts a VIR_MIGRATE_* bitmask as the hooks exchange it
 // (64 bits wide) into the binding's type; libvirt's flags argument is a C
 // unsigned int, so a bit above 31 is an error rather than silently dropped.
-func MigrateFlags(flags uint64) (golibvirt.DomainMigrateFlags, error) {
+func MigrateFlags(flags uint64) (libvirt.DomainMigrateFlags, error) {
 	if flags > math.MaxUint32 {
 		return 0, fmt.Errorf("flags %#x do not fit libvirt's 32-bit VIR_MIGRATE_* flags", flags)
 	}
-	return golibvirt.DomainMigrateFlags(flags), nil
+	return libvirt.DomainMigrateFlags(flags), nil
 }
 
 // abortRetry is how often abort retries AbortJob while libvirt has no
@@ -119,7 +119,7 @@ const abortRetry = 100 * time.Millisecond
 // with libvirt 9.0 on a loaded machine): an abort sent there would reach
 // the daemon only after the migration had completed. Only when no second
 // connection can be opened is dom's own connection used.
-func abort(dom *golibvirt.Domain, name, destURI string, cause error, done <-chan error) error {
+func abort(dom *libvirt.Domain, name, destURI string, cause error, done <-chan error) error {
 	target, release := abortHandle(dom)
 	defer release()
 	tick := time.NewTicker(abortRetry)
@@ -142,7 +142,7 @@ func abort(dom *golibvirt.Domain, name, destURI string, cause error, done <-chan
 // own, or dom itself when that connection or lookup fails, and the
 // function that releases what it opened. The URI and the UUID are read
 // from libvirt's client-side objects, without a call on dom's connection.
-func abortHandle(dom *golibvirt.Domain) (*golibvirt.Domain, func()) {
+func abortHandle(dom *libvirt.Domain) (*libvirt.Domain, func()) {
 	uuid, err := dom.GetUUIDString()
 	if err != nil {
 		return dom, func() {}
@@ -156,7 +156,7 @@ func abortHandle(dom *golibvirt.Domain) (*golibvirt.Domain, func()) {
 	if err != nil {
 		return dom, func() {}
 	}
-	conn, err := golibvirt.NewConnect(uri)
+	conn, err := libvirt.NewConnect(uri)
 	if err != nil {
 		return dom, func() {}
 	}

@@ -1,16 +1,16 @@
 //go:build cgo
 
-package libvirt_test
+package domainrun_test
 
 import (
 	"context"
 	"fmt"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
-	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/domainrun"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -24,7 +24,7 @@ func ExampleDefineAndStart() {
 		vmi    *kubevirtv1.VirtualMachineInstance
 		domain *libvirtxml.Domain // as KubeVirt generated it
 	)
-	conn, err := golibvirt.NewConnect("qemu:///system")
+	conn, err := libvirt.NewConnect("qemu:///system")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -35,7 +35,7 @@ func ExampleDefineAndStart() {
 		fmt.Println(err)
 		return
 	}
-	dom, err := lrlibvirt.DefineAndStart(ctx, conn, domain)
+	dom, err := domainrun.DefineAndStart(ctx, conn, domain)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -51,10 +51,10 @@ func ExampleMigrate() {
 	var (
 		p   *pipeline.Pipeline
 		vmi *kubevirtv1.VirtualMachineInstance
-		dom *golibvirt.Domain
+		dom *libvirt.Domain
 	)
 	uri := "tcp://target-node"
-	flags := uint64(golibvirt.MIGRATE_LIVE | golibvirt.MIGRATE_PEER2PEER)
+	flags := uint64(libvirt.MIGRATE_LIVE | libvirt.MIGRATE_PEER2PEER)
 	params := &hooksv1alpha1.MigrationParams{MigrateUri: &hooksv1alpha1.StringParam{Value: &uri}}
 
 	result, err := p.PreMigrationSource(ctx, vmi, flags, params)
@@ -62,7 +62,7 @@ func ExampleMigrate() {
 		fmt.Println(err)
 		return
 	}
-	if err := lrlibvirt.Migrate(ctx, dom, "qemu+tcp://target-node/system", result.Flags, result.Params); err != nil {
+	if err := domainrun.Migrate(ctx, dom, "qemu+tcp://target-node/system", result.Flags, result.Params); err != nil {
 		fmt.Println(err)
 	}
 }

@@ -1,12 +1,12 @@
 //go:build cgo
 
-package libvirt
+package domainrun
 
 import (
 	"errors"
 	"fmt"
 
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -73,8 +73,8 @@ var compressionSince = map[string]Version{
 // the parameter and wrapping ErrUnsupportedParam, when a parameter is newer
 // than lib or cannot be expressed through the binding (see the package
 // documentation for compression and bandwidth.postcopy).
-func MigrateParameters(p *hooksv1alpha1.MigrationParams, lib Version) (*golibvirt.DomainMigrateParameters, error) {
-	out := &golibvirt.DomainMigrateParameters{}
+func MigrateParameters(p *hooksv1alpha1.MigrationParams, lib Version) (*libvirt.DomainMigrateParameters, error) {
+	out := &libvirt.DomainMigrateParameters{}
 	if p == nil {
 		return out, nil
 	}
@@ -155,7 +155,7 @@ func MigrateParameters(p *hooksv1alpha1.MigrationParams, lib Version) (*golibvir
 
 // bandwidth handles bandwidth and bandwidth.postcopy, which the binding
 // packs from one field: setting it sends both parameters with one value.
-func bandwidth(p *hooksv1alpha1.MigrationParams, lib Version, out *golibvirt.DomainMigrateParameters) error {
+func bandwidth(p *hooksv1alpha1.MigrationParams, lib Version, out *libvirt.DomainMigrateParameters) error {
 	pre, post := p.GetBandwidth(), p.GetBandwidthPostcopy()
 	hasPre, hasPost := pre != nil && pre.Value != nil, post != nil && post.Value != nil
 	switch {

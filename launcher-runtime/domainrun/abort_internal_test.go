@@ -1,13 +1,13 @@
 //go:build cgo
 
-package libvirt
+package domainrun
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 )
 
 // The migration abort travels on a connection of its own to the URI the
@@ -42,14 +42,14 @@ func TestMigrationAbortUsesAConnectionOfItsOwn(t *testing.T) {
 
 // testDomain connects to uri and returns its domain "test", or the
 // transient domain created from xml when xml is given.
-func testDomain(t *testing.T, uri, xml string) *golibvirt.Domain {
+func testDomain(t *testing.T, uri, xml string) *libvirt.Domain {
 	t.Helper()
-	conn, err := golibvirt.NewConnect(uri)
+	conn, err := libvirt.NewConnect(uri)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = conn.Close() })
-	var dom *golibvirt.Domain
+	var dom *libvirt.Domain
 	if xml == "" {
 		dom, err = conn.LookupDomainByName("test")
 	} else {

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package libvirt
+package domainrun
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -57,7 +57,7 @@ func TestMigrateParametersCarriesEveryParameterTheConnectedLibvirtKnows(t *testi
 		MigrateDisksTargetZero:   l("vdb"),
 		Compression:              l("mt"),
 	}
-	want := &golibvirt.DomainMigrateParameters{
+	want := &libvirt.DomainMigrateParameters{
 		URISet: true, URI: "tcp://dst",
 		DestNameSet: true, DestName: "vm-b",
 		DestXMLSet: true, DestXML: "<domain/>",
@@ -112,7 +112,7 @@ func TestMigrateParametersTreatsRemovedParametersAsUnset(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if !reflect.DeepEqual(got, &golibvirt.DomainMigrateParameters{}) {
+		if !reflect.DeepEqual(got, &libvirt.DomainMigrateParameters{}) {
 			t.Fatalf("%s: got %+v, want no parameter set", name, got)
 		}
 	}
@@ -212,7 +212,7 @@ func TestVersionReadsLikeLibvirtReleases(t *testing.T) {
 }
 
 func TestMigrateFlagsRefusesBitsLibvirtCannotTake(t *testing.T) {
-	want := golibvirt.MIGRATE_LIVE | golibvirt.MIGRATE_PEER2PEER | golibvirt.MIGRATE_PARALLEL
+	want := libvirt.MIGRATE_LIVE | libvirt.MIGRATE_PEER2PEER | libvirt.MIGRATE_PARALLEL
 	if got, err := MigrateFlags(uint64(want)); err != nil || got != want {
 		t.Fatalf("MigrateFlags(%#x) = %#x, %v", uint64(want), got, err)
 	}
