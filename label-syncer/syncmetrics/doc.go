@@ -4,8 +4,8 @@
 //
 // Every series carries a "target" label: VirtualMachineInstance or Pod.
 //
-//	labelsync_patches_total            patches written
-//	labelsync_patch_conflicts_total    patches whose test failed because the target changed meanwhile (re-read and retried)
-//	labelsync_sync_duration_seconds    time to bring one target in line, retries included
-//	labelsync_syncs_total{result}      syncs by result: unchanged, patched, error
+//	kubevirt_plugins_label_syncer_patches_total          patches written
+//	kubevirt_plugins_label_syncer_patch_conflicts_total  patches whose test failed because the target changed meanwhile (re-read and retried)
+//	kubevirt_plugins_label_syncer_sync_duration_seconds  time to bring one target in line, retries included
+//	kubevirt_plugins_label_syncer_syncs_total{result}    syncs by result: unchanged, patched, error
 package syncmetrics

@@ -32,20 +32,20 @@ type Metrics struct {
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		patches: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "labelsync_patches_total",
+			Name: "kubevirt_plugins_label_syncer_patches_total",
 			Help: "JSON patches the label syncer wrote, by target kind.",
 		}, []string{"target"}),
 		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "labelsync_patch_conflicts_total",
+			Name: "kubevirt_plugins_label_syncer_patch_conflicts_total",
 			Help: "Patches whose test failed because the target changed after it was read; each is re-read and retried.",
 		}, []string{"target"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "labelsync_sync_duration_seconds",
+			Name:    "kubevirt_plugins_label_syncer_sync_duration_seconds",
 			Help:    "Time to bring one target in line with its source, retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"target"}),
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "labelsync_syncs_total",
+			Name: "kubevirt_plugins_label_syncer_syncs_total",
 			Help: "Syncs of one target, by target kind and result (unchanged, patched, error).",
 		}, []string{"target", "result"}),
 	}

@@ -24,7 +24,7 @@ func TestMetricsAreRegisteredOnTheGivenRegistry(t *testing.T) {
 	if got := testutil.ToFloat64(m.conflicts.WithLabelValues(TargetVMI)); got != 1 {
 		t.Fatalf("conflicts{VMI} = %v, want 1", got)
 	}
-	n, err := testutil.GatherAndCount(reg, "labelsync_sync_duration_seconds", "labelsync_syncs_total")
+	n, err := testutil.GatherAndCount(reg, "kubevirt_plugins_label_syncer_sync_duration_seconds", "kubevirt_plugins_label_syncer_syncs_total")
 	if err != nil || n != 2 {
 		t.Fatalf("gathered %d series, err %v; want 2", n, err)
 	}

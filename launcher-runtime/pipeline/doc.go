@@ -43,8 +43,8 @@
 // logged to Options.Logger (and it is counted with outcome ignored).
 //
 // With Options.Registerer set, the Pipeline records
-// kubevirt_plugin_launcher_hook_duration_seconds{plugin,hook_point} and
-// kubevirt_plugin_launcher_hook_outcomes_total{plugin,hook_point,outcome}
+// kubevirt_plugins_launcher_hook_duration_seconds{plugin,hook_point} and
+// kubevirt_plugins_launcher_hook_outcomes_total{plugin,hook_point,outcome}
 // with outcome success, error, ignored or skipped.
 //
 // The package needs no cgo: the libvirt adapter that defines, starts and

@@ -26,8 +26,8 @@ const (
 
 // Metric names registered on Options.Registerer.
 const (
-	MetricHookDuration = "kubevirt_plugin_launcher_hook_duration_seconds"
-	MetricHookOutcomes = "kubevirt_plugin_launcher_hook_outcomes_total"
+	MetricHookDuration = "kubevirt_plugins_launcher_hook_duration_seconds"
+	MetricHookOutcomes = "kubevirt_plugins_launcher_hook_outcomes_total"
 )
 
 type metrics struct {

@@ -88,8 +88,8 @@ func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer
 	initial := writes.snapshot()
 	heap := heapInUse() - before
 
-	vmiSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
-	podSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
+	vmiSyncs := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
+	podSyncs := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
 	label := strconv.Itoa(gen)
 	b.StartTimer()
 	t0 := time.Now()
@@ -131,8 +131,8 @@ func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer
 func waitSyncs(b *testing.B, run *syncerRun, vmi, pod float64) {
 	b.Helper()
 	waitLong(b, "syncs done", func() error {
-		gotVMI := run.counter(b, "labelsync_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
-		gotPod := run.counter(b, "labelsync_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
+		gotVMI := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
+		gotPod := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
 		if gotVMI < vmi || gotPod < pod {
 			return fmt.Errorf("VMI syncs %v of %v, Pod syncs %v of %v", gotVMI, vmi, gotPod, pod)
 		}
