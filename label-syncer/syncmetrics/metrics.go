@@ -1,6 +1,7 @@
 package syncmetrics
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,33 +29,57 @@ type Metrics struct {
 	syncs     *prometheus.CounterVec
 }
 
-// New creates the metrics and registers them on reg.
+// New creates the metrics and registers them on reg, or reuses the identical
+// collectors an earlier New registered there (README.md, "Metrics").
 func New(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
-		patches: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubevirt_plugins_label_syncer_patches_total",
-			Help: "JSON patches the label syncer wrote, by target kind.",
-		}, []string{"target"}),
-		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubevirt_plugins_label_syncer_patch_conflicts_total",
-			Help: "Patches whose test failed because the target changed after it was read; each is re-read and retried.",
-		}, []string{"target"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "kubevirt_plugins_label_syncer_sync_duration_seconds",
-			Help:    "Time to bring one target in line with its source, retries included.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}, []string{"target"}),
-		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubevirt_plugins_label_syncer_syncs_total",
-			Help: "Syncs of one target, by target kind and result (unchanged, patched, error).",
-		}, []string{"target", "result"}),
+	m := &Metrics{}
+	patches := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_label_syncer_patches_total",
+		Help: "JSON patches the label syncer wrote, by target kind.",
+	}, []string{"target"})
+	conflicts := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_label_syncer_patch_conflicts_total",
+		Help: "Patches whose test failed because the target changed after it was read; each is re-read and retried.",
+	}, []string{"target"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubevirt_plugins_label_syncer_sync_duration_seconds",
+		Help:    "Time to bring one target in line with its source, retries included.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"target"})
+	syncs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_label_syncer_syncs_total",
+		Help: "Syncs of one target, by target kind and result (unchanged, patched, error).",
+	}, []string{"target", "result"})
+	var err error
+	if m.patches, err = register(reg, patches); err != nil {
+		return nil, err
 	}
-	for _, c := range []prometheus.Collector{m.patches, m.conflicts, m.duration, m.syncs} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering label syncer metrics: %w", err)
-		}
+	if m.conflicts, err = register(reg, conflicts); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(reg, duration); err != nil {
+		return nil, err
+	}
+	if m.syncs, err = register(reg, syncs); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c on reg, or returns the identical collector already
+// registered there; any other failure is returned.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("registering label syncer metrics: %w", err)
 }
 
 // Patched counts one patch written to a target of the given kind.

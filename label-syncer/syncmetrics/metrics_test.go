@@ -30,13 +30,31 @@ func TestMetricsAreRegisteredOnTheGivenRegistry(t *testing.T) {
 	}
 }
 
-func TestRegisteringTwiceOnOneRegistryFails(t *testing.T) {
+func TestRegisteringTwiceOnOneRegistrySharesTheCollectors(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := New(reg); err != nil {
+	m1, err := New(reg)
+	if err != nil {
 		t.Fatal(err)
 	}
+	m2, err := New(reg)
+	if err != nil {
+		t.Fatalf("second registration on the same registry: %v", err)
+	}
+	m1.Patched(TargetPod)
+	m2.Patched(TargetPod)
+	if got := testutil.ToFloat64(m1.patches.WithLabelValues(TargetPod)); got != 2 {
+		t.Fatalf("patches{Pod} = %v, want 2 (one collector shared)", got)
+	}
+}
+
+func TestRegisteringOverADifferentCollectorOfTheSameNameFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_label_syncer_patches_total",
+		Help: "something else",
+	}))
 	if _, err := New(reg); err == nil {
-		t.Fatal("second registration on the same registry succeeded")
+		t.Fatal("registration over a different collector of the same name succeeded")
 	}
 }
 
