@@ -49,7 +49,7 @@ func interceptorChain(name string, o options) (grpc.ServerOption, *grpcprom.Serv
 func panicToError(name string, log logr.Logger) recovery.RecoveryHandlerFuncContext {
 	return func(ctx context.Context, p any) error {
 		method, _ := grpc.Method(ctx)
-		log.Error(fmt.Errorf("panic: %v", p), "Hook handler panicked", "server", name, "method", method, "stack", string(debug.Stack()))
+		log.Error(fmt.Errorf("panic: %v", p), "hook handler panicked", "server", name, "method", method, "stack", string(debug.Stack()))
 		return status.Errorf(codes.Internal, "%s: %s: handler panicked: %v", name, method, p)
 	}
 }
