@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kubevirt-plugins/framework/label-syncer/internal/podwatch"
 	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
 	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vm"
@@ -36,7 +37,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kubevirt
 
 // NewManager returns a manager running both reconcilers, not yet started.
-// ctx bounds the set-up only (the Pod index registration).
+// ctx bounds the set-up only (the Pod index registration); it may carry a
+// switch of package syncertest.
 func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	opts = withDefaults(opts)
 	scheme := runtime.NewScheme()
@@ -110,7 +112,6 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	vmiR := &vmi.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Recorder: recorder, Metrics: m,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, MaxPatchAttempts: opts.MaxPatchAttempts,
-		FullPods: opts.PodWatch == PodWatchFull,
 	}
 	if err := vmiR.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up %s: %w", vmi.ControllerName, err)
@@ -129,7 +130,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	opts.Logger.Info("label syncer configured",
 		"labels", opts.Labels.String(), "annotations", annotations.String(),
 		"deschedulerAnnotations", !opts.NoDeschedulerSync,
-		"pruneUnconfigured", opts.PruneUnconfigured, "fullPodWatch", opts.PodWatch == PodWatchFull)
+		"pruneUnconfigured", opts.PruneUnconfigured, "fullPodWatch", podwatch.Full(ctx))
 	logEntries(opts.Logger, "label", opts.Labels)
 	logEntries(opts.Logger, "annotation", annotations)
 	return mgr, nil

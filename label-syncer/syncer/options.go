@@ -13,18 +13,6 @@ const (
 	DefaultMaxConcurrentReconciles = 4
 )
 
-// PodWatch says how launcher Pods are watched and cached.
-type PodWatch int
-
-const (
-	// PodWatchMetadata watches and caches Pod metadata only (the default).
-	PodWatchMetadata PodWatch = iota
-	// PodWatchFull watches and caches whole Pods. It exists so benchmarks
-	// can measure what the metadata-only watch saves; the binary has no
-	// flag for it.
-	PodWatchFull
-)
-
 // Options configures NewManager. The zero value is a syncer that syncs the
 // descheduler's eviction annotations only (as virt-controller does); set
 // Labels and/or Annotations for more.
@@ -75,6 +63,4 @@ type Options struct {
 	// MaxPatchAttempts bounds the patches per target and sync when other
 	// writers keep changing the target. Default 5.
 	MaxPatchAttempts int
-	// PodWatch selects how Pods are watched. Default PodWatchMetadata.
-	PodWatch PodWatch
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncertest"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
@@ -59,19 +60,19 @@ func BenchmarkLabelSync(b *testing.B) {
 
 	gen := 0
 	for _, mode := range []struct {
-		name  string
-		watch syncer.PodWatch
-	}{{"pods=metadata", syncer.PodWatchMetadata}, {"pods=full", syncer.PodWatchFull}} {
+		name string
+		ctx  context.Context
+	}{{"pods=metadata", context.Background()}, {"pods=full", syncertest.WithFullPodWatch(context.Background())}} {
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
 				gen++
-				benchOnce(b, admin, ns, n, mode.watch, gen)
+				benchOnce(mode.ctx, b, admin, ns, n, gen)
 			}
 		})
 	}
 }
 
-func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer.PodWatch, gen int) {
+func benchOnce(ctx context.Context, b *testing.B, admin client.Client, ns string, n int, gen int) {
 	b.StopTimer()
 	writes := &writeCounter{}
 	cfg := rest.CopyConfig(server.Config)
@@ -79,9 +80,8 @@ func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: writes} }
 
 	before := heapInUse()
-	run := startSyncer(b, cfg, syncer.Options{
-		Labels:   mustFilter(b, "ops.example.com/*"),
-		PodWatch: watch,
+	run := startSyncerIn(ctx, b, cfg, syncer.Options{
+		Labels: mustFilter(b, "ops.example.com/*"),
 	}, ns)
 	// Every VMI and Pod synced once: the objects are already in line.
 	waitSyncs(b, run, float64(n), float64(n))

@@ -5,6 +5,6 @@
 // two. Pods are patched in place (same UID) and never recreated. The Pods of
 // a VMI that is being deleted (deletionTimestamp set) are left as they are.
 //
-// Pods are read through the manager's cache, metadata only unless the
-// caller registers a full Pod watch (see Reconciler.FullPods).
+// Pods are read through the manager's cache, metadata only (a full Pod
+// watch exists for benchmarks alone, see package syncertest).
 package vmi

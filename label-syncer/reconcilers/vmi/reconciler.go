@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/internal/apply"
+	"github.com/kubevirt-plugins/framework/label-syncer/internal/podwatch"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
@@ -56,10 +57,11 @@ type Reconciler struct {
 	// MaxPatchAttempts bounds the patches per Pod and sync. Default
 	// apply.DefaultMaxAttempts.
 	MaxPatchAttempts int
-	// FullPods watches and caches whole Pods instead of their metadata.
-	// Default false; it exists to measure what the metadata-only watch
-	// saves.
-	FullPods bool
+
+	// fullPods watches and caches whole Pods instead of their metadata,
+	// when the context given to SetupWithManager asks for it (package
+	// syncertest); it exists to measure what the metadata-only watch saves.
+	fullPods bool
 }
 
 // SetupWithManager adds the Pod index and registers the controller: it runs
@@ -67,6 +69,7 @@ type Reconciler struct {
 // creations and label or annotation changes (a hand edit of a synced key
 // on the Pod is put back).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	r.fullPods = podwatch.Full(ctx)
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.podObject(), ControllerUIDIndex, controllerUID); err != nil {
 		return fmt.Errorf("indexing Pods by controller UID: %w", err)
 	}
@@ -76,7 +79,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named(ControllerName).
 		For(&kubevirtv1.VirtualMachineInstance{}, metadataChanged).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
-	if r.FullPods {
+	if r.fullPods {
 		b = b.Watches(&corev1.Pod{}, toVMI, metadataChanged)
 	} else {
 		b = b.WatchesMetadata(&corev1.Pod{}, toVMI, metadataChanged)
@@ -139,7 +142,7 @@ func (r *Reconciler) launcherPods(ctx context.Context, vmi *kubevirtv1.VirtualMa
 		client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)},
 	}
 	var metas []metav1.ObjectMeta
-	if r.FullPods {
+	if r.fullPods {
 		list := &corev1.PodList{}
 		if err := r.Client.List(ctx, list, opts...); err != nil {
 			return nil, err
@@ -173,7 +176,7 @@ func (r *Reconciler) launcherPods(ctx context.Context, vmi *kubevirtv1.VirtualMa
 }
 
 func (r *Reconciler) podObject() client.Object {
-	if r.FullPods {
+	if r.fullPods {
 		return &corev1.Pod{}
 	}
 	pod := &metav1.PartialObjectMetadata{}
