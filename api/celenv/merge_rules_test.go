@@ -18,7 +18,7 @@ var updateMergeCases = flag.Bool("update-merge-cases", false,
 // TestMergeRules runs the merge rule cases of testdata/merge, each file
 // named after the rule it shows: every expression of a case, evaluated on
 // the case's input, must give exactly the case's domain. The same cases are
-// defined on libvirt's test driver by launcher-runtime/libvirt's
+// defined on libvirt's test driver by launcher-runtime/domainrun's
 // TestMergeRuleOutputsAreDomainsLibvirtDefines.
 func TestMergeRules(t *testing.T) {
 	cases, err := celenvtest.LoadMergeCases("testdata/merge")

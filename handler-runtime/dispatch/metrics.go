@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,39 +22,69 @@ type metrics struct {
 	vmiWait          *prometheus.HistogramVec
 }
 
+// newMetrics registers the collectors on reg, or reuses the identical ones an
+// earlier Dispatcher registered there (README.md, "Metrics"); nil reg gives
+// unregistered collectors.
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "kubevirt_plugins_node_hook_call_duration_seconds",
-			Help:    "Duration of node hook calls by plugin, hook point and outcome (success, error, timeout).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}, []string{"plugin", "hook_point", "outcome"}),
-		ignoredFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubevirt_plugins_node_hook_ignored_failures_total",
-			Help: "Node hook calls that failed or timed out and were ignored by failureStrategy Ignore.",
-		}, []string{"plugin", "hook_point"}),
-		dispatchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "kubevirt_plugins_node_hook_dispatch_duration_seconds",
-			Help:    "Duration of whole dispatches (all selected hooks of one VMI at one hook point) by outcome (success, error).",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}, []string{"hook_point", "outcome"}),
-		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "kubevirt_plugins_node_hook_dispatches_in_flight",
-			Help: "Dispatches currently running, by hook point.",
-		}, []string{"hook_point"}),
-		vmiWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "kubevirt_plugins_node_hook_vmi_wait_seconds",
-			Help:    "Time dispatches waited for the dispatch of the same VMI in progress (node hooks of one VMI run one after the other), by hook point.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
-		}, []string{"hook_point"}),
-	}
+	m := &metrics{}
+	callDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubevirt_plugins_node_hook_call_duration_seconds",
+		Help:    "Duration of node hook calls by plugin, hook point and outcome (success, error, timeout).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"plugin", "hook_point", "outcome"})
+	ignoredFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_node_hook_ignored_failures_total",
+		Help: "Node hook calls that failed or timed out and were ignored by failureStrategy Ignore.",
+	}, []string{"plugin", "hook_point"})
+	dispatchDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubevirt_plugins_node_hook_dispatch_duration_seconds",
+		Help:    "Duration of whole dispatches (all selected hooks of one VMI at one hook point) by outcome (success, error).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"hook_point", "outcome"})
+	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kubevirt_plugins_node_hook_dispatches_in_flight",
+		Help: "Dispatches currently running, by hook point.",
+	}, []string{"hook_point"})
+	vmiWait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubevirt_plugins_node_hook_vmi_wait_seconds",
+		Help:    "Time dispatches waited for the dispatch of the same VMI in progress (node hooks of one VMI run one after the other), by hook point.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+	}, []string{"hook_point"})
 	if reg == nil {
+		m.callDuration, m.ignoredFailures, m.dispatchDuration, m.inFlight, m.vmiWait = callDuration, ignoredFailures, dispatchDuration, inFlight, vmiWait
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.callDuration, m.ignoredFailures, m.dispatchDuration, m.inFlight, m.vmiWait} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering node hook metrics (one Dispatcher per Registerer): %w", err)
-		}
+	var err error
+	if m.callDuration, err = register(reg, callDuration); err != nil {
+		return nil, err
+	}
+	if m.ignoredFailures, err = register(reg, ignoredFailures); err != nil {
+		return nil, err
+	}
+	if m.dispatchDuration, err = register(reg, dispatchDuration); err != nil {
+		return nil, err
+	}
+	if m.inFlight, err = register(reg, inFlight); err != nil {
+		return nil, err
+	}
+	if m.vmiWait, err = register(reg, vmiWait); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c on reg, or returns the identical collector already
+// registered there; any other failure is returned.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("registering node hook metrics: %w", err)
 }

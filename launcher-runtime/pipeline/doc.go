@@ -43,11 +43,11 @@
 // logged to Options.Logger (and it is counted with outcome ignored).
 //
 // With Options.Registerer set, the Pipeline records
-// kubevirt_plugin_launcher_hook_duration_seconds{plugin,hook_point} and
-// kubevirt_plugin_launcher_hook_outcomes_total{plugin,hook_point,outcome}
+// kubevirt_plugins_launcher_hook_duration_seconds{plugin,hook_point} and
+// kubevirt_plugins_launcher_hook_outcomes_total{plugin,hook_point,outcome}
 // with outcome success, error, ignored or skipped.
 //
 // The package needs no cgo: the libvirt adapter that defines, starts and
-// migrates the domain lives in launcher-runtime/libvirt, and kvpctl uses
+// migrates the domain lives in launcher-runtime/domainrun, and kvpctl uses
 // this package to run the chains on a plugin author's machine.
 package pipeline

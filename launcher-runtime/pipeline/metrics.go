@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,8 +27,8 @@ const (
 
 // Metric names registered on Options.Registerer.
 const (
-	MetricHookDuration = "kubevirt_plugin_launcher_hook_duration_seconds"
-	MetricHookOutcomes = "kubevirt_plugin_launcher_hook_outcomes_total"
+	MetricHookDuration = "kubevirt_plugins_launcher_hook_duration_seconds"
+	MetricHookOutcomes = "kubevirt_plugins_launcher_hook_outcomes_total"
 )
 
 type metrics struct {
@@ -35,8 +36,9 @@ type metrics struct {
 	outcomes *prometheus.CounterVec
 }
 
-// newMetrics registers the collectors on reg, or reuses the ones an earlier
-// Pipeline registered there; nil reg gives nil metrics, which record nothing.
+// newMetrics registers the collectors on reg, or reuses the identical ones an
+// earlier Pipeline registered there (README.md, "Metrics"); nil reg gives nil
+// metrics, which record nothing.
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
@@ -61,15 +63,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
+// register registers c on reg, or returns the identical collector already
+// registered there; any other failure is returned.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
 	var are prometheus.AlreadyRegisteredError
 	if errors.As(err, &are) {
 		if existing, ok := are.ExistingCollector.(C); ok {
 			return existing, nil
 		}
 	}
-	return c, err
+	return c, fmt.Errorf("registering launcher hook metrics: %w", err)
 }
 
 func (m *metrics) observe(plugin, point string, outcome Outcome, took time.Duration) {

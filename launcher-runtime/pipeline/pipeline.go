@@ -190,7 +190,7 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			if !h.hook.Handles(c.point) {
 				continue
 			}
-			log := c.p.log.WithValues("plugin", pl.name, "hook", h.index, "kind", h.kind(), "hookPoint", point)
+			log := c.p.log.WithValues("plugin", pl.name, "hookIndex", h.index, "kind", h.kind(), "hookPoint", point)
 			if err := ctx.Err(); err != nil {
 				return c.hookError(pl, h, fmt.Errorf("not started: %w", err))
 			}
@@ -296,7 +296,7 @@ func (c *call) callSidecar(ctx context.Context, pl *compiledPlugin, h *compiledH
 			return nil
 		}
 		if reused && broken == nil && ctx.Err() == nil && status.Code(err) == codes.Unavailable && !answered.Load() {
-			c.p.log.V(1).Info("connection to the sidecar broke; dialing again", "plugin", pl.name, "hook", h.index, "socket", h.hook.Sidecar.SocketPath, "error", err.Error())
+			c.p.log.V(1).Info("connection to the sidecar broke; dialing again", "plugin", pl.name, "hookIndex", h.index, "socket", h.hook.Sidecar.SocketPath, "error", err.Error())
 			broken = conn
 			continue
 		}

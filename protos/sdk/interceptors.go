@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 
@@ -9,6 +10,7 @@ import (
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,8 +24,18 @@ func interceptorChain(name string, o options) (grpc.ServerOption, *grpcprom.Serv
 	var metrics *grpcprom.ServerMetrics
 	if o.registerer != nil {
 		metrics = grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+		// An identical collector already registered is reused, any other
+		// failure returned (the project's policy, README.md "Metrics").
 		if err := o.registerer.Register(metrics); err != nil {
-			return nil, nil, fmt.Errorf("%s: register gRPC server metrics: %w", name, err)
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, nil, fmt.Errorf("%s: register gRPC server metrics: %w", name, err)
+			}
+			existing, ok := are.ExistingCollector.(*grpcprom.ServerMetrics)
+			if !ok {
+				return nil, nil, fmt.Errorf("%s: register gRPC server metrics: %w", name, err)
+			}
+			metrics = existing
 		}
 		chain = append(chain, metrics.UnaryServerInterceptor())
 	}
@@ -37,7 +49,7 @@ func interceptorChain(name string, o options) (grpc.ServerOption, *grpcprom.Serv
 func panicToError(name string, log logr.Logger) recovery.RecoveryHandlerFuncContext {
 	return func(ctx context.Context, p any) error {
 		method, _ := grpc.Method(ctx)
-		log.Error(fmt.Errorf("panic: %v", p), "Hook handler panicked", "server", name, "method", method, "stack", string(debug.Stack()))
+		log.Error(fmt.Errorf("panic: %v", p), "hook handler panicked", "server", name, "method", method, "stack", string(debug.Stack()))
 		return status.Errorf(codes.Internal, "%s: %s: handler panicked: %v", name, method, p)
 	}
 }

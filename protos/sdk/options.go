@@ -57,7 +57,8 @@ func WithLogger(l logr.Logger) Option { return func(o *options) { o.logger = l }
 
 // WithRegisterer registers the gRPC server metrics (grpc_server_handled_total,
 // grpc_server_handling_seconds and the other grpc_server_* series) with r.
-// Two servers in one process need distinct registerers, for example
+// Two servers on one registerer share the collectors (README.md, "Metrics");
+// to tell them apart, give each its own, for example
 // prometheus.WrapRegistererWith(prometheus.Labels{"server": "..."}, reg).
 // Default: no metrics.
 func WithRegisterer(r prometheus.Registerer) Option {

@@ -139,7 +139,7 @@ func (s *Server) Implemented() []string { return append([]string(nil), s.impleme
 // the socket. A cancelled ctx is a clean stop and returns nil. Call Serve
 // once.
 func (s *Server) Serve(ctx context.Context) error {
-	s.log.Info("Serving hooks", "server", s.name, "rpcs", s.implemented)
+	s.log.Info("serving hooks", "server", s.name, "rpcs", s.implemented)
 	done := make(chan error, 1)
 	go func() { done <- s.grpc.Serve(s.listener) }()
 	var serveErr error
@@ -155,7 +155,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	if serveErr != nil {
 		return fmt.Errorf("%s: serve: %w", s.name, serveErr)
 	}
-	s.log.Info("Stopped serving hooks", "server", s.name)
+	s.log.Info("stopped serving hooks", "server", s.name)
 	return nil
 }
 
@@ -170,7 +170,7 @@ func (s *Server) stop() {
 	select {
 	case <-stopped:
 	case <-grace.C:
-		s.log.Info("Grace period over, cutting off in-flight calls", "server", s.name, "gracePeriod", s.opts.gracePeriod)
+		s.log.Info("grace period over, cutting off in-flight calls", "server", s.name, "gracePeriod", s.opts.gracePeriod)
 		s.grpc.Stop()
 		<-stopped
 	}
@@ -183,6 +183,6 @@ func (s *Server) removeSocket() {
 		return
 	}
 	if err := os.Remove(s.socket); err != nil {
-		s.log.Error(err, "Removing socket", "server", s.name)
+		s.log.Error(err, "removing socket", "server", s.name)
 	}
 }

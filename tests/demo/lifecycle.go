@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -28,7 +28,7 @@ import (
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
 	"github.com/kubevirt-plugins/framework/handler-runtime/launcherplugins"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
-	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/domainrun"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 	"github.com/kubevirt-plugins/framework/sample-sidecars/cloudinit-network/cloudinitnetwork"
@@ -48,7 +48,7 @@ type handler struct {
 type launcher struct {
 	pipeline *pipeline.Pipeline
 	domain   *libvirtxml.Domain
-	dom      *golibvirt.Domain
+	dom      *libvirt.Domain
 	// isoPath is the cloud-init ISO as the compute container sees it;
 	// isoHostPath the same file on this host.
 	isoPath, isoHostPath string
@@ -392,10 +392,10 @@ func indent(s string) string {
 	return b.String()
 }
 
-func domainState(conn *golibvirt.Connect, name string) (string, error) {
+func domainState(conn *libvirt.Connect, name string) (string, error) {
 	dom, err := conn.LookupDomainByName(name)
-	var lverr golibvirt.Error
-	if errors.As(err, &lverr) && lverr.Code == golibvirt.ERR_NO_DOMAIN {
+	var lverr libvirt.Error
+	if errors.As(err, &lverr) && lverr.Code == libvirt.ERR_NO_DOMAIN {
 		return "not defined", nil
 	}
 	if err != nil {
@@ -407,15 +407,15 @@ func domainState(conn *golibvirt.Connect, name string) (string, error) {
 		return "", err
 	}
 	switch state {
-	case golibvirt.DOMAIN_RUNNING:
+	case libvirt.DOMAIN_RUNNING:
 		return "running", nil
-	case golibvirt.DOMAIN_PAUSED:
+	case libvirt.DOMAIN_PAUSED:
 		return "paused", nil
-	case golibvirt.DOMAIN_SHUTOFF:
-		switch golibvirt.DomainShutoffReason(reason) {
-		case golibvirt.DOMAIN_SHUTOFF_MIGRATED:
+	case libvirt.DOMAIN_SHUTOFF:
+		switch libvirt.DomainShutoffReason(reason) {
+		case libvirt.DOMAIN_SHUTOFF_MIGRATED:
 			return "shut off (migrated)", nil
-		case golibvirt.DOMAIN_SHUTOFF_DESTROYED:
+		case libvirt.DOMAIN_SHUTOFF_DESTROYED:
 			return "shut off (destroyed)", nil
 		}
 		return "shut off", nil
@@ -424,7 +424,7 @@ func domainState(conn *golibvirt.Connect, name string) (string, error) {
 }
 
 func (s *scenario) defineAndStart(ctx context.Context) error {
-	dom, err := lrlibvirt.DefineAndStart(ctx, s.conns[0], s.launcher.domain)
+	dom, err := domainrun.DefineAndStart(ctx, s.conns[0], s.launcher.domain)
 	if err != nil {
 		return fmt.Errorf("%w\nlibvirtd log:\n%s", err, s.nodes[0].Logs(ctx))
 	}
@@ -481,13 +481,13 @@ func (s *scenario) labelSync(ctx context.Context) error {
 }
 
 var migrateFlagNames = []struct {
-	flag golibvirt.DomainMigrateFlags
+	flag libvirt.DomainMigrateFlags
 	name string
 }{
-	{golibvirt.MIGRATE_LIVE, "LIVE"}, {golibvirt.MIGRATE_PEER2PEER, "PEER2PEER"},
-	{golibvirt.MIGRATE_PERSIST_DEST, "PERSIST_DEST"}, {golibvirt.MIGRATE_UNDEFINE_SOURCE, "UNDEFINE_SOURCE"},
-	{golibvirt.MIGRATE_COMPRESSED, "COMPRESSED"}, {golibvirt.MIGRATE_AUTO_CONVERGE, "AUTO_CONVERGE"},
-	{golibvirt.MIGRATE_POSTCOPY, "POSTCOPY"}, {golibvirt.MIGRATE_PARALLEL, "PARALLEL"},
+	{libvirt.MIGRATE_LIVE, "LIVE"}, {libvirt.MIGRATE_PEER2PEER, "PEER2PEER"},
+	{libvirt.MIGRATE_PERSIST_DEST, "PERSIST_DEST"}, {libvirt.MIGRATE_UNDEFINE_SOURCE, "UNDEFINE_SOURCE"},
+	{libvirt.MIGRATE_COMPRESSED, "COMPRESSED"}, {libvirt.MIGRATE_AUTO_CONVERGE, "AUTO_CONVERGE"},
+	{libvirt.MIGRATE_POSTCOPY, "POSTCOPY"}, {libvirt.MIGRATE_PARALLEL, "PARALLEL"},
 }
 
 func flagString(f uint64) string {
@@ -543,7 +543,7 @@ func (s *scenario) migrate(ctx context.Context) error {
 		return err
 	}
 	uri := "tcp://" + s.nodes[1].Hostname
-	flags := uint64(golibvirt.MIGRATE_LIVE | golibvirt.MIGRATE_PEER2PEER | golibvirt.MIGRATE_PERSIST_DEST)
+	flags := uint64(libvirt.MIGRATE_LIVE | libvirt.MIGRATE_PEER2PEER | libvirt.MIGRATE_PERSIST_DEST)
 	params := &hooksv1alpha1.MigrationParams{MigrateUri: &hooksv1alpha1.StringParam{Value: &uri}}
 	res, err := s.launcher.pipeline.MigrationSource(ctx, vmi, flags, params)
 	if err != nil {
@@ -559,10 +559,10 @@ func (s *scenario) migrate(ctx context.Context) error {
 		conns = *res.Params.GetParallelConnections().Value
 	}
 	s.check("PreMigrationSource set VIR_MIGRATE_PARALLEL and parallel.connections=2, kept the rest",
-		res.Flags == flags|uint64(golibvirt.MIGRATE_PARALLEL) && conns == 2 && res.Params.GetMigrateUri().GetValue() == uri,
+		res.Flags == flags|uint64(libvirt.MIGRATE_PARALLEL) && conns == 2 && res.Params.GetMigrateUri().GetValue() == uri,
 		"flags %s, parallel.connections %d", flagString(res.Flags), conns)
 	s.show(fmt.Sprintf("migrating %s to %s over %s ...", domainName, s.nodes[1].PeerURI(), uri))
-	if err := lrlibvirt.Migrate(ctx, s.launcher.dom, s.nodes[1].PeerURI(), res.Flags, res.Params); err != nil {
+	if err := domainrun.Migrate(ctx, s.launcher.dom, s.nodes[1].PeerURI(), res.Flags, res.Params); err != nil {
 		s.check("libvirt migrated the domain with the tuned flags and parameters", false, "%v", err)
 		return errCheckFailed
 	}

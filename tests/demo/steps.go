@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -40,7 +40,7 @@ type scenario struct {
 	server     *apiserver.Server
 	kubeconfig string
 	nodes      [2]*libvirtd.Node
-	conns      [2]*golibvirt.Connect
+	conns      [2]*libvirt.Connect
 
 	vm   *kubevirtv1.VirtualMachine
 	vmi  *kubevirtv1.VirtualMachineInstance

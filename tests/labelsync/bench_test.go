@@ -20,8 +20,9 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncertest"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 // BenchmarkLabelSync creates LABELSYNC_BENCH_VMS (default 2000) VMs, each
@@ -59,19 +60,19 @@ func BenchmarkLabelSync(b *testing.B) {
 
 	gen := 0
 	for _, mode := range []struct {
-		name  string
-		watch syncer.PodWatch
-	}{{"pods=metadata", syncer.PodWatchMetadata}, {"pods=full", syncer.PodWatchFull}} {
+		name string
+		ctx  context.Context
+	}{{"pods=metadata", context.Background()}, {"pods=full", syncertest.WithFullPodWatch(context.Background())}} {
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
 				gen++
-				benchOnce(b, admin, ns, n, mode.watch, gen)
+				benchOnce(mode.ctx, b, admin, ns, n, gen)
 			}
 		})
 	}
 }
 
-func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer.PodWatch, gen int) {
+func benchOnce(ctx context.Context, b *testing.B, admin client.Client, ns string, n int, gen int) {
 	b.StopTimer()
 	writes := &writeCounter{}
 	cfg := rest.CopyConfig(server.Config)
@@ -79,17 +80,16 @@ func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: writes} }
 
 	before := heapInUse()
-	run := startSyncer(b, cfg, syncer.Options{
-		Labels:   mustFilter(b, "ops.example.com/*"),
-		PodWatch: watch,
+	run := startSyncerIn(ctx, b, cfg, syncer.Options{
+		Labels: mustFilter(b, "ops.example.com/*"),
 	}, ns)
 	// Every VMI and Pod synced once: the objects are already in line.
 	waitSyncs(b, run, float64(n), float64(n))
 	initial := writes.snapshot()
 	heap := heapInUse() - before
 
-	vmiSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetVMI})
-	podSyncs := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetPod})
+	vmiSyncs := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
+	podSyncs := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
 	label := strconv.Itoa(gen)
 	b.StartTimer()
 	t0 := time.Now()
@@ -131,8 +131,8 @@ func benchOnce(b *testing.B, admin client.Client, ns string, n int, watch syncer
 func waitSyncs(b *testing.B, run *syncerRun, vmi, pod float64) {
 	b.Helper()
 	waitLong(b, "syncs done", func() error {
-		gotVMI := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetVMI})
-		gotPod := run.counter(b, "labelsync_syncs_total", map[string]string{"target": metrics.TargetPod})
+		gotVMI := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
+		gotPod := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
 		if gotVMI < vmi || gotPod < pod {
 			return fmt.Errorf("VMI syncs %v of %v, Pod syncs %v of %v", gotVMI, vmi, gotPod, pod)
 		}

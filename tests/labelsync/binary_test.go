@@ -128,9 +128,9 @@ func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
 			return err
 		}
 		for _, re := range []string{
-			`labelsync_patches_total\{target="VirtualMachineInstance"\} [1-9]`,
-			`labelsync_patches_total\{target="Pod"\} [1-9]`,
-			`labelsync_sync_duration_seconds_count\{target="Pod"\} [1-9]`,
+			`kubevirt_plugins_label_syncer_patches_total\{target="VirtualMachineInstance"\} [1-9]`,
+			`kubevirt_plugins_label_syncer_patches_total\{target="Pod"\} [1-9]`,
+			`kubevirt_plugins_label_syncer_sync_duration_seconds_count\{target="Pod"\} [1-9]`,
 			`controller_runtime_reconcile_total\{controller="labelsync-vmi-to-pod",result="success"\} [1-9]`,
 		} {
 			if !regexp.MustCompile(re).MatchString(body) {

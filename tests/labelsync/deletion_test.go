@@ -10,7 +10,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 )
 
 // holdFinalizer keeps a deleted VMI around, as virt-controller's finalizer

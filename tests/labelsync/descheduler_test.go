@@ -3,7 +3,7 @@ package labelsync
 import (
 	"testing"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 )
 
 // The descheduler's eviction annotations, spelled as virt-controller

@@ -9,10 +9,10 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/reconcilers/vm"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/reconcilers/vmi"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vm"
+	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vmi"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 // outside are labels KubeVirt and others put on the VMI and the Pod; no
@@ -68,10 +68,10 @@ func TestFieldReportExperiment(t *testing.T) {
 	t.Run("one patch per object and change", func(t *testing.T) {
 		// Three template changes (A twice, B once), each one VMI and one
 		// Pod patch.
-		if got := run.counter(t, "labelsync_patches_total", map[string]string{"target": metrics.TargetVMI}); got != 3 {
+		if got := run.counter(t, "kubevirt_plugins_label_syncer_patches_total", map[string]string{"target": syncmetrics.TargetVMI}); got != 3 {
 			t.Errorf("VMI patches = %v, want 3", got)
 		}
-		if got := run.counter(t, "labelsync_patches_total", map[string]string{"target": metrics.TargetPod}); got != 3 {
+		if got := run.counter(t, "kubevirt_plugins_label_syncer_patches_total", map[string]string{"target": syncmetrics.TargetPod}); got != 3 {
 			t.Errorf("Pod patches = %v, want 3", got)
 		}
 	})

@@ -16,8 +16,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 )
 
 // waitTimeout bounds every wait for the syncer to act.
@@ -212,6 +212,13 @@ type syncerRun struct {
 // at the end of the test, or earlier with stop.
 func startSyncer(t testing.TB, cfg *rest.Config, opts syncer.Options, namespaces ...string) *syncerRun {
 	t.Helper()
+	return startSyncerIn(context.Background(), t, cfg, opts, namespaces...)
+}
+
+// startSyncerIn is startSyncer with the manager's context derived from
+// parent, which may carry a syncertest switch.
+func startSyncerIn(parent context.Context, t testing.TB, cfg *rest.Config, opts syncer.Options, namespaces ...string) *syncerRun {
+	t.Helper()
 	if cfg == nil {
 		cfg = rest.CopyConfig(server.Config)
 		cfg.QPS = -1
@@ -221,7 +228,7 @@ func startSyncer(t testing.TB, cfg *rest.Config, opts syncer.Options, namespaces
 	if opts.Namespaces == nil {
 		opts.Namespaces = namespaces
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	r.cancel = cancel
 	mgr, err := syncer.NewManager(ctx, cfg, opts)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 )
 
 // Kubernetes' recommended labels belong to users: an app.kubernetes.io

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 

@@ -5,8 +5,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/labelsync"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 )
 
 // TestPruneUnconfiguredRemovesOnlyKeysItSynced: the syncer records what it

@@ -8,8 +8,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 func TestExactKeyEntriesSyncOnlyThoseKeys(t *testing.T) {
@@ -56,8 +56,8 @@ func TestAnnotationsSyncLikeLabels(t *testing.T) {
 	eventually(t, "label on the VMI and the Pod", func() error {
 		return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-b"})
 	})
-	for _, target := range []string{metrics.TargetVMI, metrics.TargetPod} {
-		if got := run.counter(t, "labelsync_patches_total", map[string]string{"target": target}); got != 1 {
+	for _, target := range []string{syncmetrics.TargetVMI, syncmetrics.TargetPod} {
+		if got := run.counter(t, "kubevirt_plugins_label_syncer_patches_total", map[string]string{"target": target}); got != 1 {
 			t.Errorf("%s patches = %v, want 1 (labels and annotations in one patch)", target, got)
 		}
 	}
@@ -139,7 +139,7 @@ func TestConcurrentWriterOnTheVMIKeepsBothSidesKeys(t *testing.T) {
 		return want("Pod", podLabels, map[string]string{"ops.example.com/gen": fmt.Sprint(generations), "ops.example.com/step-1": "x", "writer.example.com/k-0": ""})
 	})
 	t.Logf("writer added %d labels; the syncer retried %v VMI patches after a failed test",
-		n, run.counter(t, "labelsync_patch_conflicts_total", map[string]string{"target": metrics.TargetVMI}))
+		n, run.counter(t, "kubevirt_plugins_label_syncer_patch_conflicts_total", map[string]string{"target": syncmetrics.TargetVMI}))
 }
 
 // TestHandEditsOnTargetsArePutBack: sync is one way; a synced key edited or

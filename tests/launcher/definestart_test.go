@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
-	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/domainrun"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
 )
 
@@ -46,18 +46,18 @@ func TestDefineAndStartReportsWhichStepLibvirtRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			domain := libvirtd.DisklessDomain(tc.name)
 			tc.edit(domain)
-			dom, err := lrlibvirt.DefineAndStart(ctx, conn, domain)
+			dom, err := domainrun.DefineAndStart(ctx, conn, domain)
 			if err == nil {
 				_ = dom.Free()
 				t.Fatalf("%s started", tc.name)
 			}
-			var lverr golibvirt.Error
+			var lverr libvirt.Error
 			if !strings.HasPrefix(err.Error(), tc.step+` domain "`+tc.name+`"`) || !errors.As(err, &lverr) {
 				t.Fatalf("error = %v, want one starting %q and wrapping libvirt's error", err, tc.step+` domain "`+tc.name+`"`)
 			}
 			t.Logf("libvirt refused: %v", err)
 			state, _ := domainState(t, conn, tc.name)
-			if tc.defined && state != golibvirt.DOMAIN_SHUTOFF {
+			if tc.defined && state != libvirt.DOMAIN_SHUTOFF {
 				t.Fatalf("after the failed start: state %d, want defined and shut off", state)
 			}
 			if !tc.defined && state != -1 {

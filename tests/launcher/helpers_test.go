@@ -14,12 +14,12 @@ import (
 	"github.com/go-logr/logr/testr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 	"sigs.k8s.io/yaml"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
-	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/domainrun"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
@@ -181,14 +181,14 @@ func parseDomain(t *testing.T, xml string) *libvirtxml.Domain {
 // fails the test unless libvirt reports it running, and returns the live
 // domain as virsh dumpxml prints it. The domain handle is freed when the
 // test ends.
-func bootRunning(ctx context.Context, t *testing.T, node *libvirtd.Node, conn *golibvirt.Connect, domain *libvirtxml.Domain) *libvirtxml.Domain {
+func bootRunning(ctx context.Context, t *testing.T, node *libvirtd.Node, conn *libvirt.Connect, domain *libvirtxml.Domain) *libvirtxml.Domain {
 	t.Helper()
-	dom, err := lrlibvirt.DefineAndStart(ctx, conn, domain)
+	dom, err := domainrun.DefineAndStart(ctx, conn, domain)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, node.Logs(ctx))
 	}
 	t.Cleanup(func() { _ = dom.Free() })
-	if state, _, err := dom.GetState(); err != nil || state != golibvirt.DOMAIN_RUNNING {
+	if state, _, err := dom.GetState(); err != nil || state != libvirt.DOMAIN_RUNNING {
 		t.Fatalf("domain %s state %d (%v), want running", domain.Name, state, err)
 	}
 	out, err := node.Virsh(ctx, "dumpxml", domain.Name)

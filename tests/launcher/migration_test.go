@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 	"libvirt.org/go/libvirtxml"
 
-	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/domainrun"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
 )
@@ -19,8 +19,8 @@ import (
 // domain running on the source.
 type migrationPair struct {
 	source, target         *libvirtd.Node
-	sourceConn, targetConn *golibvirt.Connect
-	dom                    *golibvirt.Domain
+	sourceConn, targetConn *libvirt.Connect
+	dom                    *libvirt.Domain
 	name                   string
 }
 
@@ -34,7 +34,7 @@ func startMigrationPair(t *testing.T, ctx context.Context, domain *libvirtxml.Do
 	}
 	p.sourceConn = p.source.ConnectT(t)
 	p.targetConn = p.target.ConnectT(t)
-	dom, err := lrlibvirt.DefineAndStart(ctx, p.sourceConn, domain)
+	dom, err := domainrun.DefineAndStart(ctx, p.sourceConn, domain)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, p.source.Logs(ctx))
 	}
@@ -45,11 +45,11 @@ func startMigrationPair(t *testing.T, ctx context.Context, domain *libvirtxml.Do
 
 // state returns the domain's state on conn, or -1 when conn has no such
 // domain.
-func domainState(t *testing.T, conn *golibvirt.Connect, name string) (golibvirt.DomainState, int) {
+func domainState(t *testing.T, conn *libvirt.Connect, name string) (libvirt.DomainState, int) {
 	t.Helper()
 	dom, err := conn.LookupDomainByName(name)
-	var lverr golibvirt.Error
-	if errors.As(err, &lverr) && lverr.Code == golibvirt.ERR_NO_DOMAIN {
+	var lverr libvirt.Error
+	if errors.As(err, &lverr) && lverr.Code == libvirt.ERR_NO_DOMAIN {
 		return -1, 0
 	}
 	if err != nil {
@@ -65,10 +65,10 @@ func domainState(t *testing.T, conn *golibvirt.Connect, name string) (golibvirt.
 
 func (p *migrationPair) requireRunningOnTargetOnly(t *testing.T) {
 	t.Helper()
-	if state, _ := domainState(t, p.targetConn, p.name); state != golibvirt.DOMAIN_RUNNING {
+	if state, _ := domainState(t, p.targetConn, p.name); state != libvirt.DOMAIN_RUNNING {
 		t.Fatalf("domain %s on the target: state %d, want running", p.name, state)
 	}
-	if state, reason := domainState(t, p.sourceConn, p.name); state != golibvirt.DOMAIN_SHUTOFF || golibvirt.DomainShutoffReason(reason) != golibvirt.DOMAIN_SHUTOFF_MIGRATED {
+	if state, reason := domainState(t, p.sourceConn, p.name); state != libvirt.DOMAIN_SHUTOFF || libvirt.DomainShutoffReason(reason) != libvirt.DOMAIN_SHUTOFF_MIGRATED {
 		t.Fatalf("domain %s on the source: state %d reason %d, want shut off after migration", p.name, state, reason)
 	}
 }
@@ -77,7 +77,7 @@ func str(v string) *hooksv1alpha1.StringParam { return &hooksv1alpha1.StringPara
 func u64(v uint64) *hooksv1alpha1.Uint64Param { return &hooksv1alpha1.Uint64Param{Value: &v} }
 func i32(v int32) *hooksv1alpha1.IntParam     { return &hooksv1alpha1.IntParam{Value: &v} }
 
-const p2pLive = uint64(golibvirt.MIGRATE_LIVE | golibvirt.MIGRATE_PEER2PEER)
+const p2pLive = uint64(libvirt.MIGRATE_LIVE | libvirt.MIGRATE_PEER2PEER)
 
 // The parameters reach libvirt: it refuses parallel.connections unless the
 // PARALLEL flag is set, a check only libvirt makes.
@@ -86,17 +86,17 @@ func TestMigrateHandsParametersToLibvirt(t *testing.T) {
 	p := startMigrationPair(t, ctx, libvirtd.DisklessDomain("params-reach-libvirt"))
 	params := &hooksv1alpha1.MigrationParams{MigrateUri: str("tcp://" + p.target.Hostname), ParallelConnections: i32(2)}
 
-	err := lrlibvirt.Migrate(ctx, p.dom, p.target.PeerURI(), p2pLive, params)
+	err := domainrun.Migrate(ctx, p.dom, p.target.PeerURI(), p2pLive, params)
 	if err == nil || !strings.Contains(err.Error(), "parallel") {
 		t.Fatalf("migration with parallel.connections but without VIR_MIGRATE_PARALLEL: error %v, want libvirt refusing the parameter", err)
 	}
 	t.Logf("libvirt refused: %v", err)
-	if state, _ := domainState(t, p.sourceConn, p.name); state != golibvirt.DOMAIN_RUNNING {
+	if state, _ := domainState(t, p.sourceConn, p.name); state != libvirt.DOMAIN_RUNNING {
 		t.Fatalf("domain left the source after a refused migration: state %d", state)
 	}
 
-	flags := p2pLive | uint64(golibvirt.MIGRATE_PARALLEL)
-	if err := lrlibvirt.Migrate(ctx, p.dom, p.target.PeerURI(), flags, params); err != nil {
+	flags := p2pLive | uint64(libvirt.MIGRATE_PARALLEL)
+	if err := domainrun.Migrate(ctx, p.dom, p.target.PeerURI(), flags, params); err != nil {
 		t.Fatalf("%v\nsource log:\n%s", err, p.source.Logs(ctx))
 	}
 	p.requireRunningOnTargetOnly(t)
@@ -107,8 +107,8 @@ func TestMigrateRefusesParametersTheConnectedLibvirtLacks(t *testing.T) {
 	p := startMigrationPair(t, ctx, libvirtd.DisklessDomain("too-new-param"))
 	params := &hooksv1alpha1.MigrationParams{MigrateUri: str("tcp://" + p.target.Hostname), CompressionZstdLevel: i32(3)}
 
-	err := lrlibvirt.Migrate(ctx, p.dom, p.target.PeerURI(), p2pLive, params)
-	if !errors.Is(err, lrlibvirt.ErrUnsupportedParam) || !strings.Contains(err.Error(), "compression.zstd.level") {
+	err := domainrun.Migrate(ctx, p.dom, p.target.PeerURI(), p2pLive, params)
+	if !errors.Is(err, domainrun.ErrUnsupportedParam) || !strings.Contains(err.Error(), "compression.zstd.level") {
 		t.Fatalf("error = %v, want ErrUnsupportedParam naming compression.zstd.level", err)
 	}
 	if state, _ := domainState(t, p.targetConn, p.name); state != -1 {
@@ -140,7 +140,7 @@ func TestMigrateAbortsTheJobWhenTheContextIsCancelled(t *testing.T) {
 		}
 	}
 	sourceConn, targetConn := source.ConnectT(t), target.ConnectT(t)
-	dom, err := lrlibvirt.DefineAndStart(ctx, sourceConn, domain)
+	dom, err := domainrun.DefineAndStart(ctx, sourceConn, domain)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestMigrateAbortsTheJobWhenTheContextIsCancelled(t *testing.T) {
 	migCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	result := make(chan error, 1)
-	go func() { result <- lrlibvirt.Migrate(migCtx, dom, target.PeerURI(), p2pLive, params) }()
+	go func() { result <- domainrun.Migrate(migCtx, dom, target.PeerURI(), p2pLive, params) }()
 
 	// Cancel once RAM is being transferred. The job is watched on a
 	// connection of its own, as Migrate's abort is sent: a call on the
@@ -172,7 +172,7 @@ func TestMigrateAbortsTheJobWhenTheContextIsCancelled(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return info.Type == golibvirt.DOMAIN_JOB_UNBOUNDED && info.DataProcessed > 0, nil
+		return info.Type == libvirt.DOMAIN_JOB_UNBOUNDED && info.DataProcessed > 0, nil
 	})
 	cancel()
 
@@ -180,15 +180,15 @@ func TestMigrateAbortsTheJobWhenTheContextIsCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Migrate after cancel: %v, want an error wrapping context.Canceled", err)
 	}
-	var lverr golibvirt.Error
-	if !errors.As(err, &lverr) || lverr.Code != golibvirt.ERR_OPERATION_ABORTED {
+	var lverr libvirt.Error
+	if !errors.As(err, &lverr) || lverr.Code != libvirt.ERR_OPERATION_ABORTED {
 		t.Fatalf("Migrate after cancel: %v, want libvirt's operation aborted error too", err)
 	}
 	t.Logf("cancelled migration: %v", err)
-	if state, _ := domainState(t, sourceConn, domain.Name); state != golibvirt.DOMAIN_RUNNING {
+	if state, _ := domainState(t, sourceConn, domain.Name); state != libvirt.DOMAIN_RUNNING {
 		t.Fatalf("source domain after the abort: state %d, want running", state)
 	}
-	if state, _ := domainState(t, targetConn, domain.Name); state == golibvirt.DOMAIN_RUNNING {
+	if state, _ := domainState(t, targetConn, domain.Name); state == libvirt.DOMAIN_RUNNING {
 		t.Fatal("the domain runs on the target although the migration was aborted")
 	}
 }

@@ -13,7 +13,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
-	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/domainrun"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
 )
@@ -223,7 +223,7 @@ func TestPreBootRerunAfterAFailedStartLeavesTheSameArtifacts(t *testing.T) {
 	if n := strings.Count(afterFirst, secondaryMAC); n != 1 {
 		t.Fatalf("network-config after the first PreBoot names %s %d times, want once:\n%s", secondaryMAC, n, afterFirst)
 	}
-	if dom, err := lrlibvirt.DefineAndStart(ctx, conn, first); err == nil {
+	if dom, err := domainrun.DefineAndStart(ctx, conn, first); err == nil {
 		dom.Free()
 		t.Fatal("the first start succeeded although the data disk is missing")
 	} else if !strings.Contains(err.Error(), "start domain") || !strings.Contains(err.Error(), data) {

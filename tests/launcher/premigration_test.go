@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	golibvirt "libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirt"
 
-	lrlibvirt "github.com/kubevirt-plugins/framework/launcher-runtime/libvirt"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/domainrun"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
 )
@@ -17,7 +17,7 @@ func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *tes
 		name   string
 		labels map[string]string
 		// wantFlags must all be set in the result, wantParams present.
-		wantFlags  golibvirt.DomainMigrateFlags
+		wantFlags  libvirt.DomainMigrateFlags
 		wantParams map[string]any
 		// xbzrle: the completed job reports XBZRLE cache statistics, which
 		// only that method produces (libvirt has no statistics for mt).
@@ -25,18 +25,18 @@ func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *tes
 	}{{
 		name:       "parallel connections",
 		labels:     map[string]string{"migration.example.com/parallel": "2"},
-		wantFlags:  golibvirt.MIGRATE_PARALLEL,
+		wantFlags:  libvirt.MIGRATE_PARALLEL,
 		wantParams: map[string]any{"parallel.connections": int32(2)},
 	}, {
 		name:       "xbzrle compression",
 		labels:     map[string]string{"migration.example.com/compression": "xbzrle"},
-		wantFlags:  golibvirt.MIGRATE_COMPRESSED,
+		wantFlags:  libvirt.MIGRATE_COMPRESSED,
 		wantParams: map[string]any{"compression": []string{"xbzrle"}},
 		xbzrle:     true,
 	}, {
 		name:       "mt compression with two threads",
 		labels:     map[string]string{"migration.example.com/compression": "mt", "migration.example.com/mt-threads": "2"},
-		wantFlags:  golibvirt.MIGRATE_COMPRESSED,
+		wantFlags:  libvirt.MIGRATE_COMPRESSED,
 		wantParams: map[string]any{"compression": []string{"mt"}, "compression.mt.threads": int32(2)},
 	}}
 	bin := sidecarBinary(t, "migration-tuner/cmd/migration-tuner")
@@ -59,7 +59,7 @@ func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *tes
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := golibvirt.DomainMigrateFlags(result.Flags); got&(tc.wantFlags|golibvirt.MIGRATE_LIVE|golibvirt.MIGRATE_PEER2PEER) != tc.wantFlags|golibvirt.MIGRATE_LIVE|golibvirt.MIGRATE_PEER2PEER {
+			if got := libvirt.DomainMigrateFlags(result.Flags); got&(tc.wantFlags|libvirt.MIGRATE_LIVE|libvirt.MIGRATE_PEER2PEER) != tc.wantFlags|libvirt.MIGRATE_LIVE|libvirt.MIGRATE_PEER2PEER {
 				t.Fatalf("flags after the sidecar = %#x, want %#x kept and %#x added", result.Flags, flags, uint64(tc.wantFlags))
 			}
 			got := hooksv1alpha1.ParamsToMap(result.Params)
@@ -72,16 +72,16 @@ func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *tes
 				}
 			}
 
-			if err := lrlibvirt.Migrate(ctx, pair.dom, pair.target.PeerURI(), result.Flags, result.Params); err != nil {
+			if err := domainrun.Migrate(ctx, pair.dom, pair.target.PeerURI(), result.Flags, result.Params); err != nil {
 				t.Fatalf("%v\nsource log:\n%s", err, pair.source.Logs(ctx))
 			}
 			pair.requireRunningOnTargetOnly(t)
 
-			stats, err := pair.dom.GetJobStats(golibvirt.DOMAIN_JOB_STATS_COMPLETED)
+			stats, err := pair.dom.GetJobStats(libvirt.DOMAIN_JOB_STATS_COMPLETED)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if stats.Type != golibvirt.DOMAIN_JOB_COMPLETED {
+			if stats.Type != libvirt.DOMAIN_JOB_COMPLETED {
 				t.Fatalf("completed job stats: type %d, want completed", stats.Type)
 			}
 			if tc.xbzrle != stats.CompressionCacheSet {
@@ -130,12 +130,12 @@ func TestSidecarCompressionMethodTheConnectedLibvirtLacksFailsTheMigrationClearl
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = lrlibvirt.Migrate(ctx, pair.dom, pair.target.PeerURI(), result.Flags, result.Params)
-	if !errors.Is(err, lrlibvirt.ErrUnsupportedParam) || !strings.Contains(err.Error(), `"zlib"`) {
+	err = domainrun.Migrate(ctx, pair.dom, pair.target.PeerURI(), result.Flags, result.Params)
+	if !errors.Is(err, domainrun.ErrUnsupportedParam) || !strings.Contains(err.Error(), `"zlib"`) {
 		t.Fatalf("Migrate = %v, want ErrUnsupportedParam naming the zlib method", err)
 	}
 	t.Logf("refused: %v", err)
-	if state, _ := domainState(t, pair.sourceConn, pair.name); state != golibvirt.DOMAIN_RUNNING {
+	if state, _ := domainState(t, pair.sourceConn, pair.name); state != libvirt.DOMAIN_RUNNING {
 		t.Fatalf("domain on the source: state %d, want running", state)
 	}
 	if state, _ := domainState(t, pair.targetConn, pair.name); state != -1 {

@@ -1,6 +1,6 @@
 // Package celenvtest reads the merge rule cases of package celenv
 // (api/celenv/testdata/merge), so that the rule tests of celenv and the
-// libvirt definition tests of launcher-runtime/libvirt run the same
+// libvirt definition tests of launcher-runtime/domainrun run the same
 // expressions and expect the same domains.
 //
 // A case file, <Rule>.txtar, shows one merge rule on one input domain. Its

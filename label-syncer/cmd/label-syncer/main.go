@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 )
 
 // The metrics endpoint asks the API server who a scraper is and whether it

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/labelsync"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 // DefaultMaxAttempts is used when Patcher.MaxAttempts is 0.
@@ -24,8 +24,8 @@ type Patcher struct {
 	// same stale state.
 	Reader client.Reader
 	// Metrics counts patches and conflicts. Nil records nothing.
-	Metrics *metrics.Metrics
-	// Target is the kind for metrics and errors, e.g. metrics.TargetPod.
+	Metrics *syncmetrics.Metrics
+	// Target is the kind for metrics and errors, e.g. syncmetrics.TargetPod.
 	Target string
 	// MaxAttempts bounds the patches sent per call. Default
 	// DefaultMaxAttempts.

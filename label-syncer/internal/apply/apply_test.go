@@ -17,9 +17,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/keyfilter"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/labelsync"
-	"github.com/kubevirt-plugins/framework/label-syncer/pkg/metrics"
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 func newScheme(t *testing.T) *runtime.Scheme {
@@ -71,11 +71,11 @@ func newSetup(t *testing.T, onPatch func(s *setup, ctx context.Context, c client
 			return c.Patch(ctx, obj, p, opts...)
 		},
 	})
-	m, err := metrics.New(s.reg)
+	m, err := syncmetrics.New(s.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.patcher = &Patcher{Writer: c, Reader: base, Metrics: m, Target: metrics.TargetPod}
+	s.patcher = &Patcher{Writer: c, Reader: base, Metrics: m, Target: syncmetrics.TargetPod}
 	s.reader = base
 	s.pod = &corev1.Pod{}
 	if err := base.Get(context.Background(), client.ObjectKeyFromObject(pod), s.pod); err != nil {
@@ -139,7 +139,7 @@ func TestFailedTestRereadsAndRetries(t *testing.T) {
 	if s.patches != 2 {
 		t.Fatalf("patches = %d, want 2", s.patches)
 	}
-	if n := counterValue(t, s.reg, "labelsync_patch_conflicts_total"); n != 1 {
+	if n := counterValue(t, s.reg, "kubevirt_plugins_label_syncer_patch_conflicts_total"); n != 1 {
 		t.Fatalf("conflicts = %v, want 1", n)
 	}
 }

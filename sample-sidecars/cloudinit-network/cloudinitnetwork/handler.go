@@ -58,7 +58,7 @@ func (h *Handler) PreBoot(ctx context.Context, req *sdk.PreBootRequest) error {
 		return status.Errorf(codes.FailedPrecondition, "network status: %v", err)
 	}
 	if raw == nil {
-		log.Info("No network status available, nothing to do")
+		log.Info("no network status available, nothing to do")
 		return nil
 	}
 	statuses, err := ParseNetworkStatus(raw)
@@ -70,7 +70,7 @@ func (h *Handler) PreBoot(ctx context.Context, req *sdk.PreBootRequest) error {
 		return status.Errorf(codes.InvalidArgument, "network status from %s: %v", source, err)
 	}
 	if len(ethernets) == 0 {
-		log.Info("No secondary network with addresses in the network status, nothing to do", "source", source)
+		log.Info("no secondary network with addresses in the network status, nothing to do", "source", source)
 		return nil
 	}
 	iso, err := ReadISO(req.CloudInitISO)
@@ -78,7 +78,7 @@ func (h *Handler) PreBoot(ctx context.Context, req *sdk.PreBootRequest) error {
 		return status.Errorf(codes.FailedPrecondition, "%v", err)
 	}
 	if !strings.EqualFold(iso.Label, NoCloudLabel) {
-		log.Info("Not a NoCloud ISO, left alone", "label", iso.Label)
+		log.Info("not a NoCloud ISO, left alone", "label", iso.Label)
 		return nil
 	}
 	merged, err := MergeNetworkConfig(iso.Files[FileNetworkConfig], ethernets)
@@ -107,7 +107,7 @@ func (h *Handler) PreBoot(ctx context.Context, req *sdk.PreBootRequest) error {
 	if err := sdk.AtomicWriteFile(req.CloudInitISO, image, fi.Mode().Perm()); err != nil {
 		return err
 	}
-	log.Info("Wrote network-config", "source", source, "networks", len(ethernets))
+	log.Info("wrote network-config", "source", source, "networks", len(ethernets))
 	return nil
 }
 

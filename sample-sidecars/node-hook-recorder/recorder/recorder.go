@@ -104,7 +104,7 @@ func (r *Recorder) ExecuteNodeHook(ctx context.Context, req *sdk.NodeHookRequest
 	if err != nil {
 		return err
 	}
-	r.opts.Logger.Info("Recorded node hook", "seq", e.Seq, "hookPoint", e.HookPoint,
+	r.opts.Logger.Info("recorded node hook", "seq", e.Seq, "hookPoint", e.HookPoint,
 		"vmi", e.Namespace+"/"+e.Name, "node", e.Node, "failing", fail)
 	if r.opts.Delay > 0 {
 		t := time.NewTimer(r.opts.Delay)

@@ -61,7 +61,7 @@ func (h *Handler) GuestDefinition(ctx context.Context, req *sdk.GuestDefinitionR
 		return nil, nil
 	}
 	req.Domain.Description = fmt.Sprintf("template: %s", text)
-	h.log.V(1).Info("Set description", "vmi", req.VMI.Namespace+"/"+req.VMI.Name)
+	h.log.V(1).Info("set description", "vmi", req.VMI.Namespace+"/"+req.VMI.Name)
 	return req.Domain, nil
 }
 

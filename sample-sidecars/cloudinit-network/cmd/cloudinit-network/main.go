@@ -33,7 +33,7 @@ func main() {
 	// rather than at the first boot that it is missing (a FROM scratch image
 	// has no /tmp: mount an emptyDir there).
 	if dir, err := os.MkdirTemp("", "probe"); err != nil {
-		log.Error(err, "No writable temporary directory; mount one at /tmp or set TMPDIR")
+		log.Error(err, "no writable temporary directory; mount one at /tmp or set TMPDIR")
 		os.Exit(1)
 	} else {
 		_ = os.Remove(dir)

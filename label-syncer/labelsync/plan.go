@@ -1,0 +1,198 @@
+package labelsync
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
+)
+
+// Bookkeeping annotations written on targets when pruning is on. They are in
+// keyfilter.OwnDomain, which no filter entry may cover, so they are never
+// synced themselves.
+const (
+	SyncedLabelsAnnotation      = keyfilter.OwnDomain + "/synced-labels"
+	SyncedAnnotationsAnnotation = keyfilter.OwnDomain + "/synced-annotations"
+)
+
+// Metadata is the part of an object the syncer reads and writes. A nil map
+// means the field is absent; an empty non-nil map means it is present and
+// empty (the JSON patch tests for the one it saw).
+type Metadata struct {
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// Rules says which keys are synced.
+type Rules struct {
+	// Labels selects the synced labels. Nil matches none.
+	Labels *keyfilter.Filter
+	// Annotations selects the synced annotations. Nil matches none.
+	Annotations *keyfilter.Filter
+	// Prune records the synced keys on each target and removes recorded
+	// keys no entry matches any more. Default false: the bookkeeping
+	// annotations are neither written nor read.
+	Prune bool
+}
+
+// KeyChanges lists the synced keys a change adds, updates and removes, each
+// sorted. The bookkeeping annotations are not listed.
+type KeyChanges struct {
+	Added   []string
+	Updated []string
+	Removed []string
+}
+
+// Empty reports whether no key changes.
+func (k KeyChanges) Empty() bool {
+	return len(k.Added)+len(k.Updated)+len(k.Removed) == 0
+}
+
+// String describes the changes for events and logs, for example
+// "added a, b; removed c"; "" when there are none.
+func (k KeyChanges) String() string {
+	var parts []string
+	for _, p := range []struct {
+		verb string
+		keys []string
+	}{{"added", k.Added}, {"updated", k.Updated}, {"removed", k.Removed}} {
+		if len(p.keys) > 0 {
+			parts = append(parts, p.verb+" "+strings.Join(p.keys, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Change is what a sync does to one target.
+type Change struct {
+	// Labels and Annotations list the synced keys that change.
+	Labels, Annotations KeyChanges
+	// Before is the target's metadata the change was planned from; After
+	// is what it becomes.
+	Before, After Metadata
+}
+
+// LabelsChanged reports whether the label map is rewritten.
+func (c Change) LabelsChanged() bool { return !maps.Equal(c.Before.Labels, c.After.Labels) }
+
+// AnnotationsChanged reports whether the annotation map is rewritten,
+// bookkeeping included.
+func (c Change) AnnotationsChanged() bool {
+	return !maps.Equal(c.Before.Annotations, c.After.Annotations)
+}
+
+// Empty reports whether nothing is to be written.
+func (c Change) Empty() bool { return !c.LabelsChanged() && !c.AnnotationsChanged() }
+
+// Describe summarises the change of synced keys, for example
+// "labels: added a; annotations: removed b"; "" when only bookkeeping changes.
+func (c Change) Describe() string {
+	var parts []string
+	if s := c.Labels.String(); s != "" {
+		parts = append(parts, "labels: "+s)
+	}
+	if s := c.Annotations.String(); s != "" {
+		parts = append(parts, "annotations: "+s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Plan computes the change that brings target in line with source under
+// rules. It does not modify its arguments.
+func Plan(rules Rules, source, target Metadata) Change {
+	c := Change{Before: target}
+	var recordedLabels, recordedAnnotations []string
+	if rules.Prune {
+		recordedLabels = parseRecord(target.Annotations[SyncedLabelsAnnotation])
+		recordedAnnotations = parseRecord(target.Annotations[SyncedAnnotationsAnnotation])
+	}
+	var syncedLabels, syncedAnnotations []string
+	c.After.Labels, c.Labels, syncedLabels = planMap(rules.Labels, source.Labels, target.Labels, recordedLabels)
+	c.After.Annotations, c.Annotations, syncedAnnotations = planMap(rules.Annotations, source.Annotations, target.Annotations, recordedAnnotations)
+	if rules.Prune {
+		c.After.Annotations = setRecord(c.After.Annotations, SyncedLabelsAnnotation, syncedLabels)
+		c.After.Annotations = setRecord(c.After.Annotations, SyncedAnnotationsAnnotation, syncedAnnotations)
+	}
+	return c
+}
+
+// planMap applies the rules to one map. recorded are keys synced earlier
+// (nil when pruning is off). It returns the new map (dst itself when
+// unchanged), the changes, and the matching keys of src, sorted.
+func planMap(f *keyfilter.Filter, src, dst map[string]string, recorded []string) (map[string]string, KeyChanges, []string) {
+	var kc KeyChanges
+	var synced []string
+	for k, v := range src {
+		if !f.Match(k) {
+			continue
+		}
+		synced = append(synced, k)
+		old, ok := dst[k]
+		switch {
+		case !ok:
+			kc.Added = append(kc.Added, k)
+		case old != v:
+			kc.Updated = append(kc.Updated, k)
+		}
+	}
+	for k := range dst {
+		_, inSource := src[k]
+		switch {
+		case f.Match(k) && !inSource:
+			kc.Removed = append(kc.Removed, k)
+		case !f.Match(k) && slices.Contains(recorded, k):
+			// Synced earlier under an entry since removed from the
+			// configuration: the source no longer decides this key.
+			kc.Removed = append(kc.Removed, k)
+		}
+	}
+	slices.Sort(synced)
+	if kc.Empty() {
+		return dst, kc, synced
+	}
+	slices.Sort(kc.Added)
+	slices.Sort(kc.Updated)
+	slices.Sort(kc.Removed)
+	out := maps.Clone(dst)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, k := range slices.Concat(kc.Added, kc.Updated) {
+		out[k] = src[k]
+	}
+	for _, k := range kc.Removed {
+		delete(out, k)
+	}
+	return out, kc, synced
+}
+
+// setRecord returns m with the bookkeeping annotation key listing keys, or
+// without it when keys is empty; m itself when that is already so.
+func setRecord(m map[string]string, key string, keys []string) map[string]string {
+	want := strings.Join(keys, ",")
+	got, ok := m[key]
+	if (want == "" && !ok) || (ok && got == want) {
+		return m
+	}
+	out := maps.Clone(m)
+	if want == "" {
+		delete(out, key)
+		return out
+	}
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[key] = want
+	return out
+}
+
+func parseRecord(v string) []string {
+	var keys []string
+	for k := range strings.SplitSeq(v, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}

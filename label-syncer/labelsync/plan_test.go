@@ -1,0 +1,227 @@
+package labelsync
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
+)
+
+func mustFilter(t *testing.T, list string) *keyfilter.Filter {
+	t.Helper()
+	f, err := keyfilter.Parse(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+type m = map[string]string
+
+func TestPlanFollowsSyncRules(t *testing.T) {
+	cases := []struct {
+		name        string
+		labels      string // filter list for labels
+		annotations string // filter list for annotations
+		source      Metadata
+		target      Metadata
+		want        Metadata
+		wantLabels  KeyChanges
+		wantAnnots  KeyChanges
+	}{
+		{
+			name:       "matching key in the source is added to the target",
+			labels:     "ops.example.com/*",
+			source:     Metadata{Labels: m{"ops.example.com/dynamic-a": "enabled"}},
+			target:     Metadata{Labels: m{"app": "web"}},
+			want:       Metadata{Labels: m{"app": "web", "ops.example.com/dynamic-a": "enabled"}},
+			wantLabels: KeyChanges{Added: []string{"ops.example.com/dynamic-a"}},
+		},
+		{
+			name:       "matching key with another value is overwritten",
+			labels:     "ops.example.com/*",
+			source:     Metadata{Labels: m{"ops.example.com/owner-a": "team-a-v2"}},
+			target:     Metadata{Labels: m{"ops.example.com/owner-a": "team-a"}},
+			want:       Metadata{Labels: m{"ops.example.com/owner-a": "team-a-v2"}},
+			wantLabels: KeyChanges{Updated: []string{"ops.example.com/owner-a"}},
+		},
+		{
+			name:       "matching key only in the target is removed",
+			labels:     "ops.example.com/*",
+			source:     Metadata{Labels: m{"ops.example.com/owner-a": "team-a"}},
+			target:     Metadata{Labels: m{"ops.example.com/owner-a": "team-a", "ops.example.com/dynamic-a": "enabled"}},
+			want:       Metadata{Labels: m{"ops.example.com/owner-a": "team-a"}},
+			wantLabels: KeyChanges{Removed: []string{"ops.example.com/dynamic-a"}},
+		},
+		{
+			name:   "keys outside the patterns are never touched",
+			labels: "ops.example.com/*",
+			source: Metadata{Labels: m{"app": "new", "ops.example.com/vm-id": "vm-a"}},
+			target: Metadata{Labels: m{"app": "old", "kubevirt.io/created-by": "uid-1", "team.example.com/x": "y", "ops.example.com/vm-id": "vm-a"}},
+			want:   Metadata{Labels: m{"app": "old", "kubevirt.io/created-by": "uid-1", "team.example.com/x": "y", "ops.example.com/vm-id": "vm-a"}},
+		},
+		{
+			name:       "exact key entries select only that key",
+			labels:     "ops.example.com/owner,ops.example.com/vm-id",
+			source:     Metadata{Labels: m{"ops.example.com/owner": "a", "ops.example.com/owner-b": "b", "ops.example.com/vm-id": "1"}},
+			target:     Metadata{Labels: m{"ops.example.com/vm-id": "0", "ops.example.com/other": "z"}},
+			want:       Metadata{Labels: m{"ops.example.com/owner": "a", "ops.example.com/vm-id": "1", "ops.example.com/other": "z"}},
+			wantLabels: KeyChanges{Added: []string{"ops.example.com/owner"}, Updated: []string{"ops.example.com/vm-id"}},
+		},
+		{
+			name:        "annotations follow the same rules with their own filter",
+			labels:      "ops.example.com/*",
+			annotations: "notes.example.com/*",
+			source:      Metadata{Labels: m{"notes.example.com/a": "l"}, Annotations: m{"notes.example.com/a": "1", "ops.example.com/b": "2"}},
+			target:      Metadata{Annotations: m{"notes.example.com/gone": "x", "keep": "k"}},
+			want:        Metadata{Annotations: m{"notes.example.com/a": "1", "keep": "k"}},
+			wantAnnots:  KeyChanges{Added: []string{"notes.example.com/a"}, Removed: []string{"notes.example.com/gone"}},
+		},
+		{
+			name:   "no change when the target already agrees",
+			labels: "ops.example.com/*",
+			source: Metadata{Labels: m{"ops.example.com/a": "1"}},
+			target: Metadata{Labels: m{"ops.example.com/a": "1", "x": "y"}},
+			want:   Metadata{Labels: m{"ops.example.com/a": "1", "x": "y"}},
+		},
+		{
+			name:   "empty configuration changes nothing",
+			source: Metadata{Labels: m{"ops.example.com/a": "1"}},
+			target: Metadata{Labels: m{"ops.example.com/b": "2"}},
+			want:   Metadata{Labels: m{"ops.example.com/b": "2"}},
+		},
+		{
+			name:       "removing the last label removes the map",
+			labels:     "ops.example.com/*",
+			source:     Metadata{},
+			target:     Metadata{Labels: m{"ops.example.com/a": "1"}},
+			want:       Metadata{Labels: m{}},
+			wantLabels: KeyChanges{Removed: []string{"ops.example.com/a"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rules := Rules{Labels: mustFilter(t, tc.labels), Annotations: mustFilter(t, tc.annotations)}
+			before := Metadata{Labels: maps.Clone(tc.target.Labels), Annotations: maps.Clone(tc.target.Annotations)}
+			c := Plan(rules, tc.source, tc.target)
+			if !maps.Equal(c.After.Labels, tc.want.Labels) || !maps.Equal(c.After.Annotations, tc.want.Annotations) {
+				t.Fatalf("after = %+v, want %+v", c.After, tc.want)
+			}
+			if !sameChanges(c.Labels, tc.wantLabels) || !sameChanges(c.Annotations, tc.wantAnnots) {
+				t.Fatalf("changes = %+v / %+v, want %+v / %+v", c.Labels, c.Annotations, tc.wantLabels, tc.wantAnnots)
+			}
+			wantEmpty := tc.wantLabels.Empty() && tc.wantAnnots.Empty()
+			if c.Empty() != wantEmpty {
+				t.Fatalf("Empty() = %v, want %v", c.Empty(), wantEmpty)
+			}
+			if !maps.Equal(tc.target.Labels, before.Labels) || !maps.Equal(tc.target.Annotations, before.Annotations) {
+				t.Fatalf("Plan modified the target: %+v", tc.target)
+			}
+		})
+	}
+}
+
+func sameChanges(a, b KeyChanges) bool {
+	return slices.Equal(a.Added, b.Added) && slices.Equal(a.Updated, b.Updated) && slices.Equal(a.Removed, b.Removed)
+}
+
+func TestAnotherVMsKeysNeverAppear(t *testing.T) {
+	rules := Rules{Labels: mustFilter(t, "ops.example.com/*")}
+	vmA := Metadata{Labels: m{"ops.example.com/vm-id": "vm-a", "ops.example.com/owner-a": "team-a"}}
+	vmiA := Metadata{Labels: m{"ops.example.com/vm-id": "vm-a"}}
+	c := Plan(rules, vmA, vmiA)
+	for k := range c.After.Labels {
+		if k == "ops.example.com/owner-b" {
+			t.Fatalf("B's key on A: %v", c.After.Labels)
+		}
+	}
+	if c.After.Labels["ops.example.com/owner-a"] != "team-a" {
+		t.Fatalf("A's key missing: %v", c.After.Labels)
+	}
+}
+
+func TestPruneRecordsSyncedKeysOnTheTarget(t *testing.T) {
+	rules := Rules{Labels: mustFilter(t, "ops.example.com/*"), Annotations: mustFilter(t, "notes.example.com/*"), Prune: true}
+	c := Plan(rules,
+		Metadata{Labels: m{"ops.example.com/b": "1", "ops.example.com/a": "1", "app": "x"}, Annotations: m{"notes.example.com/n": "v"}},
+		Metadata{Labels: m{"app": "y"}})
+	if got := c.After.Annotations[SyncedLabelsAnnotation]; got != "ops.example.com/a,ops.example.com/b" {
+		t.Fatalf("label record = %q", got)
+	}
+	if got := c.After.Annotations[SyncedAnnotationsAnnotation]; got != "notes.example.com/n" {
+		t.Fatalf("annotation record = %q", got)
+	}
+	if c.Annotations.String() != "added notes.example.com/n" {
+		t.Fatalf("bookkeeping listed as a synced change: %q", c.Annotations)
+	}
+}
+
+func TestPruneRemovesRecordedKeyNoLongerConfigured(t *testing.T) {
+	// Synced under "ops.example.com/*", which the configuration dropped;
+	// the source still has the key.
+	rules := Rules{Labels: mustFilter(t, "team.example.com/*"), Prune: true}
+	target := Metadata{
+		Labels:      m{"ops.example.com/owner": "a", "ops.example.com/manual": "hand", "app": "x"},
+		Annotations: m{SyncedLabelsAnnotation: "ops.example.com/owner"},
+	}
+	c := Plan(rules, Metadata{Labels: m{"ops.example.com/owner": "a"}}, target)
+	want := m{"ops.example.com/manual": "hand", "app": "x"}
+	if !maps.Equal(c.After.Labels, want) {
+		t.Fatalf("labels = %v, want %v", c.After.Labels, want)
+	}
+	if _, ok := c.After.Annotations[SyncedLabelsAnnotation]; ok {
+		t.Fatalf("record kept with nothing synced: %v", c.After.Annotations)
+	}
+	if !slices.Equal(c.Labels.Removed, []string{"ops.example.com/owner"}) {
+		t.Fatalf("removed = %v", c.Labels.Removed)
+	}
+}
+
+func TestPruneKeepsKeysItNeverSynced(t *testing.T) {
+	rules := Rules{Labels: mustFilter(t, "team.example.com/*"), Prune: true}
+	target := Metadata{Labels: m{"ops.example.com/manual": "hand"}, Annotations: m{SyncedLabelsAnnotation: "ops.example.com/owner"}}
+	c := Plan(rules, Metadata{}, target)
+	if c.After.Labels["ops.example.com/manual"] != "hand" {
+		t.Fatalf("hand-added key removed: %v", c.After.Labels)
+	}
+}
+
+func TestPruneOffIgnoresTheRecord(t *testing.T) {
+	rules := Rules{Labels: mustFilter(t, "team.example.com/*")}
+	target := Metadata{Labels: m{"ops.example.com/owner": "a"}, Annotations: m{SyncedLabelsAnnotation: "ops.example.com/owner"}}
+	c := Plan(rules, Metadata{Labels: m{"team.example.com/x": "1"}}, target)
+	if c.After.Labels["ops.example.com/owner"] != "a" {
+		t.Fatalf("pruned with pruning off: %v", c.After.Labels)
+	}
+	if c.After.Annotations[SyncedLabelsAnnotation] != "ops.example.com/owner" {
+		t.Fatalf("record rewritten with pruning off: %v", c.After.Annotations)
+	}
+}
+
+func TestBookkeepingAnnotationIsNeverSynced(t *testing.T) {
+	// The VMI (source) carries its own record; the Pod's record must list
+	// the Pod's synced keys, not be copied from the VMI.
+	rules := Rules{Labels: mustFilter(t, "ops.example.com/a"), Annotations: mustFilter(t, "notes.example.com/*"), Prune: true}
+	vmi := Metadata{
+		Labels:      m{"ops.example.com/a": "1"},
+		Annotations: m{SyncedLabelsAnnotation: "ops.example.com/a,ops.example.com/b", SyncedAnnotationsAnnotation: "notes.example.com/z"},
+	}
+	c := Plan(rules, vmi, Metadata{})
+	if got := c.After.Annotations[SyncedLabelsAnnotation]; got != "ops.example.com/a" {
+		t.Fatalf("pod label record = %q", got)
+	}
+	if _, ok := c.After.Annotations[SyncedAnnotationsAnnotation]; ok {
+		t.Fatalf("annotation record copied from the source: %v", c.After.Annotations)
+	}
+}
+
+func TestDescribeNamesEachChangedKey(t *testing.T) {
+	c := Change{
+		Labels:      KeyChanges{Added: []string{"a", "b"}, Removed: []string{"c"}},
+		Annotations: KeyChanges{Updated: []string{"d"}},
+	}
+	if got, want := c.Describe(), "labels: added a, b; removed c; annotations: updated d"; got != want {
+		t.Fatalf("Describe() = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,105 @@
+package syncmetrics
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Target kinds, the values of the "target" label.
+const (
+	TargetVMI = "VirtualMachineInstance"
+	TargetPod = "Pod"
+)
+
+// Results of one sync, the values of the "result" label.
+const (
+	ResultUnchanged = "unchanged"
+	ResultPatched   = "patched"
+	ResultError     = "error"
+)
+
+// Metrics records what the syncer does. A nil *Metrics records nothing.
+type Metrics struct {
+	patches   *prometheus.CounterVec
+	conflicts *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	syncs     *prometheus.CounterVec
+}
+
+// New creates the metrics and registers them on reg, or reuses the identical
+// collectors an earlier New registered there (README.md, "Metrics").
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{}
+	patches := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_label_syncer_patches_total",
+		Help: "JSON patches the label syncer wrote, by target kind.",
+	}, []string{"target"})
+	conflicts := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_label_syncer_patch_conflicts_total",
+		Help: "Patches whose test failed because the target changed after it was read; each is re-read and retried.",
+	}, []string{"target"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "kubevirt_plugins_label_syncer_sync_duration_seconds",
+		Help:    "Time to bring one target in line with its source, retries included.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"target"})
+	syncs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_label_syncer_syncs_total",
+		Help: "Syncs of one target, by target kind and result (unchanged, patched, error).",
+	}, []string{"target", "result"})
+	var err error
+	if m.patches, err = register(reg, patches); err != nil {
+		return nil, err
+	}
+	if m.conflicts, err = register(reg, conflicts); err != nil {
+		return nil, err
+	}
+	if m.duration, err = register(reg, duration); err != nil {
+		return nil, err
+	}
+	if m.syncs, err = register(reg, syncs); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c on reg, or returns the identical collector already
+// registered there; any other failure is returned.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("registering label syncer metrics: %w", err)
+}
+
+// Patched counts one patch written to a target of the given kind.
+func (m *Metrics) Patched(target string) {
+	if m != nil {
+		m.patches.WithLabelValues(target).Inc()
+	}
+}
+
+// Conflict counts one patch whose test failed because the target changed.
+func (m *Metrics) Conflict(target string) {
+	if m != nil {
+		m.conflicts.WithLabelValues(target).Inc()
+	}
+}
+
+// Synced records one finished sync of a target.
+func (m *Metrics) Synced(target, result string, took time.Duration) {
+	if m != nil {
+		m.syncs.WithLabelValues(target, result).Inc()
+		m.duration.WithLabelValues(target).Observe(took.Seconds())
+	}
+}

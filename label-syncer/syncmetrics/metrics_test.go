@@ -1,0 +1,66 @@
+package syncmetrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMetricsAreRegisteredOnTheGivenRegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Patched(TargetPod)
+	m.Patched(TargetPod)
+	m.Conflict(TargetVMI)
+	m.Synced(TargetPod, ResultPatched, time.Millisecond)
+	if got := testutil.ToFloat64(m.patches.WithLabelValues(TargetPod)); got != 2 {
+		t.Fatalf("patches{Pod} = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.conflicts.WithLabelValues(TargetVMI)); got != 1 {
+		t.Fatalf("conflicts{VMI} = %v, want 1", got)
+	}
+	n, err := testutil.GatherAndCount(reg, "kubevirt_plugins_label_syncer_sync_duration_seconds", "kubevirt_plugins_label_syncer_syncs_total")
+	if err != nil || n != 2 {
+		t.Fatalf("gathered %d series, err %v; want 2", n, err)
+	}
+}
+
+func TestRegisteringTwiceOnOneRegistrySharesTheCollectors(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m1, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := New(reg)
+	if err != nil {
+		t.Fatalf("second registration on the same registry: %v", err)
+	}
+	m1.Patched(TargetPod)
+	m2.Patched(TargetPod)
+	if got := testutil.ToFloat64(m1.patches.WithLabelValues(TargetPod)); got != 2 {
+		t.Fatalf("patches{Pod} = %v, want 2 (one collector shared)", got)
+	}
+}
+
+func TestRegisteringOverADifferentCollectorOfTheSameNameFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_label_syncer_patches_total",
+		Help: "something else",
+	}))
+	if _, err := New(reg); err == nil {
+		t.Fatal("registration over a different collector of the same name succeeded")
+	}
+}
+
+func TestNilMetricsRecordNothing(t *testing.T) {
+	var m *Metrics
+	m.Patched(TargetPod)
+	m.Conflict(TargetPod)
+	m.Synced(TargetPod, ResultError, time.Second)
+}
