@@ -8,15 +8,15 @@ import (
 )
 
 // InvocationContext says why GuestDefinition runs; sidecars receive it in
-// sidecar_context.invocation_context.
-type InvocationContext string
+// sidecar_context.invocation_context (hooksv1alpha1.InvocationContext).
+type InvocationContext = hooksv1alpha1.InvocationContext
 
 const (
 	// Boot: the domain is about to be defined and started.
-	Boot InvocationContext = "Boot"
+	Boot = hooksv1alpha1.InvocationBoot
 	// MigrationTarget: the launcher is the target of a migration. Hooks run
 	// so that sidecars can prepare the target Pod; their domain is discarded.
-	MigrationTarget InvocationContext = "MigrationTarget"
+	MigrationTarget = hooksv1alpha1.InvocationMigrationTarget
 )
 
 // Artifacts are the boot artifacts PreBoot sidecars may edit, as paths

@@ -19,15 +19,16 @@ const (
 	HookPreMigrationSource = string(pluginv1alpha1.PreMigrationSource)
 )
 
-// InvocationContext says why GuestDefinition is called.
-type InvocationContext string
+// InvocationContext says why GuestDefinition is called
+// (hooksv1alpha1.InvocationContext).
+type InvocationContext = hooksv1alpha1.InvocationContext
 
 const (
 	// InvocationBoot: the domain is about to be defined and started.
-	InvocationBoot InvocationContext = "Boot"
+	InvocationBoot = hooksv1alpha1.InvocationBoot
 	// InvocationMigrationTarget: the launcher is a migration target; the
 	// returned domain is discarded, the hook may prepare the target Pod.
-	InvocationMigrationTarget InvocationContext = "MigrationTarget"
+	InvocationMigrationTarget = hooksv1alpha1.InvocationMigrationTarget
 )
 
 // NodeHookPoint names a VM lifecycle event a node hook server is called at:
