@@ -3,8 +3,10 @@ package pipeline
 import (
 	"context"
 
-	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+	"github.com/kubevirt-plugins/framework/protos/sdk"
 )
 
 // InvocationContext says why GuestDefinition runs; sidecars receive it in
@@ -30,8 +32,9 @@ type Artifacts struct {
 	EphemeralDiskDir string
 }
 
-// VirMigratePostcopy is libvirt's VIR_MIGRATE_POSTCOPY flag bit.
-const VirMigratePostcopy uint64 = 1 << 15
+// VirMigratePostcopy is libvirt's VIR_MIGRATE_POSTCOPY flag bit
+// (sdk.MigratePostcopy).
+const VirMigratePostcopy = uint64(sdk.MigratePostcopy)
 
 // MigrationResult is the migration configuration after every
 // PreMigrationSource hook: what the launcher hands to libvirt as-is.
