@@ -9,8 +9,8 @@ import (
 )
 
 // BenchmarkDial is the cost of one checked connect to a socket two levels
-// below the root: Dial (each component held open while checked, connect
-// through /proc/self/fd) next to Walk followed by a path connect, which
+// below the root: Dial (the checked dial, see doc.go) next to Walk
+// followed by a path connect, which
 // leaves a window between the check and connect(2). Each iteration closes
 // the connection it made.
 func BenchmarkDial(b *testing.B) {

@@ -15,13 +15,10 @@ import (
 )
 
 // Dial connects to the Unix socket at components below the root, with no
-// window between checking a component and using it. Each component is
-// opened with O_PATH|O_NOFOLLOW relative to the descriptor of the one
-// before, its type is read from the open descriptor, and the socket is then
-// connected through /proc/self/fd: a directory or socket replaced by a
-// symlink after the check is never followed, where a path-based connect(2)
-// would follow it. Errors are those of Walk: fs.ErrNotExist while a
-// component is missing, ErrRejected for a path that must not be dialed.
+// window between checking a component and using it: the checked dial
+// described in the package documentation. Errors are those of Walk:
+// fs.ErrNotExist while a component is missing, ErrRejected for a path that
+// must not be dialed.
 func (r *Root) Dial(ctx context.Context, components []string) (net.Conn, error) {
 	if len(components) == 0 {
 		return nil, errNoComponents

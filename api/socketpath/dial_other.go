@@ -8,9 +8,9 @@ import (
 )
 
 // Dial connects to the Unix socket at components below the root after
-// checking them with Walk. Only the Linux version holds each component
-// open while it is checked; here a component swapped between the check and
-// connect(2) is not detected.
+// checking them with Walk. Only the Linux version is the checked dial of
+// the package documentation; here a component swapped between the check
+// and connect(2) is not detected.
 func (r *Root) Dial(ctx context.Context, components []string) (net.Conn, error) {
 	path, err := r.Walk(components)
 	if err != nil {

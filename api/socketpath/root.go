@@ -11,7 +11,8 @@ import (
 
 // ErrRejected marks a path that must not be dialed: through a symlink, a
 // component that is not a directory, or a last component that is not a
-// socket. Waiting does not help. A component that does not exist yet is
+// socket; for Roots also a path of the wrong shape, too long, or below no
+// allowed root. Waiting does not help. A component that does not exist yet is
 // reported with an error wrapping fs.ErrNotExist instead.
 var ErrRejected = errors.New("socket path rejected")
 

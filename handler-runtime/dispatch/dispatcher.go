@@ -20,9 +20,9 @@ import (
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/api/socketpath"
 	"github.com/kubevirt-plugins/framework/handler-runtime/internal/connpool"
 	"github.com/kubevirt-plugins/framework/handler-runtime/internal/keyedlock"
-	"github.com/kubevirt-plugins/framework/handler-runtime/internal/socketpath"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -82,7 +82,7 @@ type caller interface {
 type Dispatcher struct {
 	plugins PluginSource
 	cel     *celenv.Env
-	sockets *socketpath.Checker
+	sockets *socketpath.Roots
 	pool    *connpool.Pool
 	call    caller // the pool, except in comparisons of connection strategies
 	metrics *metrics
@@ -109,7 +109,7 @@ func New(opts Options) (*Dispatcher, error) {
 	if len(opts.SocketRoots) == 0 {
 		opts.SocketRoots = []string{DefaultSocketRoot}
 	}
-	checker, err := socketpath.New(opts.SocketRoots)
+	checker, err := socketpath.NewRoots(opts.SocketRoots)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
@@ -131,9 +131,9 @@ func New(opts Options) (*Dispatcher, error) {
 
 // checkedDial returns a dial function for the connection pool whose
 // connections reach their socket only through checker: every connect(2),
-// gRPC's reconnects included, is checked component by component rather
-// than made to a path checked earlier.
-func checkedDial(checker *socketpath.Checker) func(socket string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+// gRPC's reconnects included, goes through the checked dial of
+// api/socketpath rather than to a path checked earlier.
+func checkedDial(checker *socketpath.Roots) func(socket string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	return func(socket string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 		opts = append([]grpc.DialOption{
 			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
-	"github.com/kubevirt-plugins/framework/handler-runtime/internal/socketpath"
+	"github.com/kubevirt-plugins/framework/api/socketpath"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
 )
 
@@ -332,8 +332,8 @@ func TestSocketsAreCheckedBeforeDialing(t *testing.T) {
 	for _, sock := range []string{outside, link} {
 		d, _ := newDispatcher(t, root, nil, plugin("p", "", nodeHook(sock, pluginv1alpha1.PreVMStart)))
 		err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
-		if !errors.Is(err, socketpath.ErrNotAllowed) {
-			t.Fatalf("socket %s: Dispatch = %v, want ErrNotAllowed", sock, err)
+		if !errors.Is(err, socketpath.ErrRejected) {
+			t.Fatalf("socket %s: Dispatch = %v, want ErrRejected", sock, err)
 		}
 	}
 	if n := len(j.all()); n != 0 {

@@ -26,10 +26,10 @@
 // within one budget shared by all its sidecars (Options.SocketWaitBudget,
 // 30s). The Pipeline keeps one connection per sidecar socket for its life
 // (Close releases them) and dials again when one breaks. Every path
-// component below
-// the sockets root is checked when the connection is made, on the open
-// descriptor of the component itself (api/socketpath.Root.Dial): a symlink
-// is refused, also one swapped in after an earlier check.
+// component below the sockets root is checked when the connection is made,
+// through the checked dial of api/socketpath (see its package
+// documentation): a symlink is refused, also one swapped in after an
+// earlier check.
 //
 // Hook failures are *HookError values, which a host finds with errors.As:
 // they carry the plugin, the hook's index in spec.launcherHooks, its kind,

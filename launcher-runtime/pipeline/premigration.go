@@ -8,8 +8,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
-	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/migrationparams"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+	"github.com/kubevirt-plugins/framework/protos/sdk"
 )
 
 // PreMigrationSource calls the PreMigrationSource sidecars in order on the
@@ -17,8 +17,9 @@ import (
 // returns the flags and parameters to pass to libvirt as they are.
 //
 // Each sidecar sees the configuration as left by the previous ones and
-// answers with changes only: set_flags and clear_flags (a bit in both is an
-// error), and per parameter an absent wrapper keeps the value, a wrapper
+// answers with changes only, applied with sdk.ApplyResponseProto (the rule
+// plugin authors test against): set_flags and clear_flags (a bit in both is
+// an error), and per parameter an absent wrapper keeps the value, a wrapper
 // with a value (or a non-empty list) overrides it, an empty wrapper (or an
 // empty list) removes it. A hook that fails under failureStrategy Ignore
 // leaves the configuration as the previous successful hooks made it.
@@ -29,7 +30,7 @@ func (p *Pipeline) PreMigrationSource(ctx context.Context, vmi *kubevirtv1.Virtu
 	if vmi == nil {
 		return nil, errors.New("PreMigrationSource: no VMI given")
 	}
-	current := &MigrationResult{Flags: flags, Params: migrationparams.Clone(params)}
+	current := &MigrationResult{Flags: flags, Params: sdk.CopyParams(params)}
 	c := p.newCall(pluginv1alpha1.PreMigrationSource, vmi)
 	err := c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
 		var resp *hooksv1alpha1.PreMigrationSourceResponse
@@ -45,11 +46,11 @@ func (p *Pipeline) PreMigrationSource(ctx context.Context, vmi *kubevirtv1.Virtu
 		if err != nil {
 			return err
 		}
-		nextFlags, nextParams, err := migrationparams.Apply(current.Flags, current.Params, resp)
+		nextFlags, nextParams, err := sdk.ApplyResponseProto(sdk.MigrationFlags(current.Flags), current.Params, resp)
 		if err != nil {
 			return fmt.Errorf("sidecar response: %w", err)
 		}
-		current = &MigrationResult{Flags: nextFlags, Params: nextParams}
+		current = &MigrationResult{Flags: uint64(nextFlags), Params: nextParams}
 		return nil
 	})
 	if err != nil {

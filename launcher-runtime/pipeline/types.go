@@ -3,20 +3,22 @@ package pipeline
 import (
 	"context"
 
-	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+	"github.com/kubevirt-plugins/framework/protos/sdk"
 )
 
 // InvocationContext says why GuestDefinition runs; sidecars receive it in
-// sidecar_context.invocation_context.
-type InvocationContext string
+// sidecar_context.invocation_context (hooksv1alpha1.InvocationContext).
+type InvocationContext = hooksv1alpha1.InvocationContext
 
 const (
 	// Boot: the domain is about to be defined and started.
-	Boot InvocationContext = "Boot"
+	Boot = hooksv1alpha1.InvocationBoot
 	// MigrationTarget: the launcher is the target of a migration. Hooks run
 	// so that sidecars can prepare the target Pod; their domain is discarded.
-	MigrationTarget InvocationContext = "MigrationTarget"
+	MigrationTarget = hooksv1alpha1.InvocationMigrationTarget
 )
 
 // Artifacts are the boot artifacts PreBoot sidecars may edit, as paths
@@ -30,8 +32,9 @@ type Artifacts struct {
 	EphemeralDiskDir string
 }
 
-// VirMigratePostcopy is libvirt's VIR_MIGRATE_POSTCOPY flag bit.
-const VirMigratePostcopy uint64 = 1 << 15
+// VirMigratePostcopy is libvirt's VIR_MIGRATE_POSTCOPY flag bit
+// (sdk.MigratePostcopy).
+const VirMigratePostcopy = uint64(sdk.MigratePostcopy)
 
 // MigrationResult is the migration configuration after every
 // PreMigrationSource hook: what the launcher hands to libvirt as-is.

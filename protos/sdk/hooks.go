@@ -2,51 +2,55 @@ package sdk
 
 import (
 	"context"
+	"slices"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
 
-// Launcher hook points, as named in a Plugin's permittedHooks.
+// Launcher hook points, as named in a Plugin's permittedHooks (the
+// pluginv1alpha1.LauncherHookPoint values, as strings).
 const (
-	HookGuestDefinition    = "GuestDefinition"
-	HookPreBoot            = "PreBoot"
-	HookPreMigrationSource = "PreMigrationSource"
+	HookGuestDefinition    = string(pluginv1alpha1.GuestDefinition)
+	HookPreBoot            = string(pluginv1alpha1.PreBoot)
+	HookPreMigrationSource = string(pluginv1alpha1.PreMigrationSource)
 )
 
-// InvocationContext says why GuestDefinition is called.
-type InvocationContext string
+// InvocationContext says why GuestDefinition is called
+// (hooksv1alpha1.InvocationContext).
+type InvocationContext = hooksv1alpha1.InvocationContext
 
 const (
 	// InvocationBoot: the domain is about to be defined and started.
-	InvocationBoot InvocationContext = "Boot"
+	InvocationBoot = hooksv1alpha1.InvocationBoot
 	// InvocationMigrationTarget: the launcher is a migration target; the
 	// returned domain is discarded, the hook may prepare the target Pod.
-	InvocationMigrationTarget InvocationContext = "MigrationTarget"
+	InvocationMigrationTarget = hooksv1alpha1.InvocationMigrationTarget
 )
 
-// NodeHookPoint names a VM lifecycle event a node hook server is called at.
-type NodeHookPoint string
+// NodeHookPoint names a VM lifecycle event a node hook server is called at:
+// the API's type, so that a Plugin's nodeHooks[].permittedHooks and a
+// server's hook points are the same values.
+type NodeHookPoint = pluginv1alpha1.NodeHookPoint
 
 // Node hook points, as named in a Plugin's nodeHooks[].permittedHooks.
 const (
-	NodeHookPreVMStart          NodeHookPoint = "PreVMStart"
-	NodeHookPostVMStart         NodeHookPoint = "PostVMStart"
-	NodeHookOnVMStop            NodeHookPoint = "OnVMStop"
-	NodeHookPostVMStop          NodeHookPoint = "PostVMStop"
-	NodeHookPreMigrationSource  NodeHookPoint = "PreMigrationSource"
-	NodeHookPreMigrationTarget  NodeHookPoint = "PreMigrationTarget"
-	NodeHookPostMigrationTarget NodeHookPoint = "PostMigrationTarget"
+	NodeHookPreVMStart          = pluginv1alpha1.PreVMStart
+	NodeHookPostVMStart         = pluginv1alpha1.PostVMStart
+	NodeHookOnVMStop            = pluginv1alpha1.OnVMStop
+	NodeHookPostVMStop          = pluginv1alpha1.PostVMStop
+	NodeHookPreMigrationSource  = pluginv1alpha1.NodePreMigrationSource
+	NodeHookPreMigrationTarget  = pluginv1alpha1.PreMigrationTarget
+	NodeHookPostMigrationTarget = pluginv1alpha1.PostMigrationTarget
 )
 
-// NodeHookPoints lists every node hook point in lifecycle order.
+// NodeHookPoints lists every node hook point in lifecycle order
+// (pluginv1alpha1.NodeHookPoints); the caller may modify the slice.
 func NodeHookPoints() []NodeHookPoint {
-	return []NodeHookPoint{
-		NodeHookPreVMStart, NodeHookPostVMStart, NodeHookOnVMStop, NodeHookPostVMStop,
-		NodeHookPreMigrationSource, NodeHookPreMigrationTarget, NodeHookPostMigrationTarget,
-	}
+	return slices.Clone(pluginv1alpha1.NodeHookPoints)
 }
 
 // GuestDefinitionRequest is a decoded GuestDefinition call.

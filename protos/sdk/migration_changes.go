@@ -151,30 +151,85 @@ func (c *MigrationChanges) Apply(flags MigrationFlags, params MigrationParams) (
 }
 
 // ApplyResponse applies a PreMigrationSourceResponse to flags and
-// parameters; see MigrationChanges.Apply.
+// parameters; see MigrationChanges.Apply and ApplyResponseProto.
 func ApplyResponse(flags MigrationFlags, params MigrationParams, resp *hooksv1alpha1.PreMigrationSourceResponse) (MigrationFlags, map[string]any, error) {
-	if resp.GetSetFlags()&resp.GetClearFlags() != 0 {
-		return 0, nil, fmt.Errorf("flag bits %s are both set and cleared", MigrationFlags(resp.GetSetFlags()&resp.GetClearFlags()))
+	flags, out, err := ApplyResponseProto(flags, params.Proto(), resp)
+	if err != nil {
+		return 0, nil, err
 	}
-	out := params.Map()
+	return flags, hooksv1alpha1.ParamsToMap(out), nil
+}
+
+// ApplyResponseProto is the change rule of PreMigrationSource, the one the
+// launcher applies after every hook: it returns the flags and parameters
+// after resp's changes, leaving params and resp untouched.
+//   - set_flags bits are added and clear_flags bits removed; a bit in both
+//     is an error;
+//   - per parameter, an absent wrapper keeps the current value, a scalar
+//     wrapper with a value or a non-empty list overrides it, and a scalar
+//     wrapper without a value or an empty list removes it.
+//
+// A nil or empty response changes nothing. The result is a copy as
+// CopyParams makes it and shares no wrapper with params or resp.
+func ApplyResponseProto(flags MigrationFlags, params *hooksv1alpha1.MigrationParams, resp *hooksv1alpha1.PreMigrationSourceResponse) (MigrationFlags, *hooksv1alpha1.MigrationParams, error) {
+	out := CopyParams(params)
+	if resp == nil {
+		return flags, out, nil
+	}
+	if both := resp.GetSetFlags() & resp.GetClearFlags(); both != 0 {
+		return 0, nil, fmt.Errorf("flag bits %s (%#x) are in both set_flags and clear_flags", MigrationFlags(both), both)
+	}
 	flags = flags.With(MigrationFlags(resp.GetSetFlags())).Without(MigrationFlags(resp.GetClearFlags()))
 	if resp.GetParams() == nil {
 		return flags, out, nil
 	}
+	dst := out.ProtoReflect()
 	resp.GetParams().ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		name := hooksv1alpha1.LibvirtParamName(fd)
-		one := &hooksv1alpha1.MigrationParams{}
-		one.ProtoReflect().Set(fd, v)
-		if val, ok := hooksv1alpha1.ParamsToMap(one)[name]; ok {
-			if list, isList := val.([]string); !isList || len(list) > 0 {
-				out[name] = val
-				return true
-			}
+		if removes(v.Message()) {
+			dst.Clear(fd)
+		} else {
+			dst.Set(fd, protoreflect.ValueOfMessage(proto.Clone(v.Message().Interface()).ProtoReflect()))
 		}
-		delete(out, name)
 		return true
 	})
 	return flags, out, nil
+}
+
+// CopyParams copies params without the wrappers that hold no value, so that
+// a present wrapper always means a set parameter; nil gives an empty set.
+func CopyParams(params *hooksv1alpha1.MigrationParams) *hooksv1alpha1.MigrationParams {
+	if params == nil {
+		return &hooksv1alpha1.MigrationParams{}
+	}
+	out := proto.Clone(params).(*hooksv1alpha1.MigrationParams)
+	m := out.ProtoReflect()
+	var empty []protoreflect.FieldDescriptor
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if removes(v.Message()) {
+			empty = append(empty, fd)
+		}
+		return true
+	})
+	for _, fd := range empty {
+		m.Clear(fd)
+	}
+	return out
+}
+
+// removes reports whether a present wrapper asks to remove its parameter:
+// a scalar without a value or an empty list.
+func removes(m protoreflect.Message) bool {
+	switch w := m.Interface().(type) {
+	case *hooksv1alpha1.StringParam:
+		return w.Value == nil
+	case *hooksv1alpha1.Uint64Param:
+		return w.Value == nil
+	case *hooksv1alpha1.IntParam:
+		return w.Value == nil
+	case *hooksv1alpha1.StringListParam:
+		return len(w.Values) == 0
+	}
+	return false
 }
 
 func (c *MigrationChanges) setWrapper(name string, want ParamKind, w proto.Message) *MigrationChanges {

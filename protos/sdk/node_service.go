@@ -3,10 +3,12 @@ package sdk
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
 
@@ -44,10 +46,5 @@ func (s *nodeService) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.Ex
 }
 
 func knownNodeHookPoint(p NodeHookPoint) bool {
-	for _, k := range NodeHookPoints() {
-		if k == p {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(pluginv1alpha1.NodeHookPoints, p)
 }

@@ -5,13 +5,15 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 )
 
 const (
 	// DefaultSocketRoot is where sidecar sockets live; each plugin owns
 	// DefaultSocketRoot/<plugin name>/ (the kubevirt-plugin-sockets volume,
 	// mounted by the sidecar with subPath <plugin name>).
-	DefaultSocketRoot = "/var/run/kubevirt-plugin"
+	DefaultSocketRoot = pluginv1alpha1.SocketsRoot
 	// DefaultSocketName is the socket file name inside the plugin directory.
 	DefaultSocketName = "hook.sock"
 	// MaxMessageSize bounds gRPC messages both ways. Domains with many
@@ -21,7 +23,7 @@ const (
 	// serving context is cancelled before they are cut off.
 	DefaultGracePeriod = 10 * time.Second
 	// MaxSocketPathLength is the size of sun_path in struct sockaddr_un.
-	MaxSocketPathLength = 108
+	MaxSocketPathLength = pluginv1alpha1.MaxSocketPathLength
 
 	pluginDirPerm  = 0o750
 	socketFilePerm = 0o660

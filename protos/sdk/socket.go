@@ -7,20 +7,23 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubevirt-plugins/framework/api/socketpath"
 )
 
-var pluginNamePattern = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
-
 // LauncherSocketPath returns the socket path a sidecar of pluginName serves
-// on: <root>/<pluginName>/<socketName>. It checks the name and the path
-// rules virt-launcher enforces (ends with .sock, at most 108 bytes, no "..",
-// no repeated or trailing "/").
+// on: <root>/<pluginName>/<socketName>. It checks the name (a DNS-1123
+// subdomain, as Kubernetes requires of a Plugin's name) and the path
+// rules virt-launcher enforces (ends with .sock, and socketpath.CheckShape:
+// at most 108 bytes, no "..", no "." component, no repeated or trailing "/").
 func LauncherSocketPath(root, pluginName, socketName string) (string, error) {
-	if len(pluginName) > 253 || !pluginNamePattern.MatchString(pluginName) || strings.Contains(pluginName, "..") {
-		return "", fmt.Errorf("plugin name %q is not a valid object name", pluginName)
+	// The rule admission applies to a Plugin's metadata.name.
+	if msgs := k8svalidation.IsDNS1123Subdomain(pluginName); len(msgs) > 0 {
+		return "", fmt.Errorf("plugin name %q is not a valid object name: %s", pluginName, strings.Join(msgs, "; "))
 	}
 	if socketName == "" || strings.Contains(socketName, "/") || !strings.HasSuffix(socketName, ".sock") {
 		return "", fmt.Errorf("plugin %s: socket name %q must be a file name ending with .sock", pluginName, socketName)
@@ -32,16 +35,14 @@ func LauncherSocketPath(root, pluginName, socketName string) (string, error) {
 	return p, nil
 }
 
+// checkSocketPath applies the rules virt-launcher and virt-handler dial
+// with: a name ending with .sock and the shape of socketpath.CheckShape.
 func checkSocketPath(p string) error {
-	switch {
-	case !strings.HasSuffix(p, ".sock"):
+	if !strings.HasSuffix(p, ".sock") {
 		return fmt.Errorf("socket path %q does not end with .sock", p)
-	case len(p) > MaxSocketPathLength:
-		return fmt.Errorf("socket path %q is %d bytes, longer than %d", p, len(p), MaxSocketPathLength)
-	case strings.Contains(p, "//"):
-		return fmt.Errorf("socket path %q has a repeated /", p)
-	case strings.Contains(p, "/../") || strings.HasPrefix(p, "../") || strings.Contains(p, "/./"):
-		return fmt.Errorf("socket path %q has a relative component", p)
+	}
+	if err := socketpath.CheckShape(p); err != nil {
+		return fmt.Errorf("socket path %q %w", p, err)
 	}
 	return nil
 }

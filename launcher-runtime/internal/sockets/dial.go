@@ -10,9 +10,8 @@ import (
 
 // Dial returns a gRPC client for a plugin's declared socketPath. Each time
 // the connection is established the path is checked again and connected
-// with socketpath.Root.Dial, which holds every component open while it is
-// checked: a directory or socket swapped for a symlink after the wait, or
-// between the check and connect(2), is refused rather than followed.
+// with the checked dial of api/socketpath (Root.Dial, see its package
+// documentation): a symlink swapped in after the wait is refused.
 // maxMessageSize bounds messages in both directions; opts are added to the
 // client's options.
 func (r *Root) Dial(pluginName, socketPath string, maxMessageSize int, opts ...grpc.DialOption) (*grpc.ClientConn, error) {

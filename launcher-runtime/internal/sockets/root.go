@@ -39,18 +39,14 @@ func NewRoot(dir string) *Root {
 
 // relative returns the components of socketPath below the declared sockets
 // root, the first of which is the plugin's name. It applies the admission
-// rules again, so that a path that somehow got past admission is not dialed.
+// rules again (validation.SocketPath, whose shape rule leaves no empty, "."
+// or ".." component), so that a path that somehow got past admission is
+// not dialed.
 func relative(pluginName, socketPath string) ([]string, error) {
 	if err := validation.SocketPath(pluginName, socketPath); err != nil {
 		return nil, fmt.Errorf("%w: socketPath %s %w", ErrRejected, socketPath, err)
 	}
-	parts := strings.Split(strings.TrimPrefix(socketPath, pluginv1alpha1.SocketsRoot+"/"), "/")
-	for _, p := range parts {
-		if p == "" || p == "." || p == ".." {
-			return nil, fmt.Errorf("%w: %s has an empty, . or .. component", ErrRejected, socketPath)
-		}
-	}
-	return parts, nil
+	return strings.Split(strings.TrimPrefix(socketPath, pluginv1alpha1.SocketsRoot+"/"), "/"), nil
 }
 
 // Check returns the path to dial for a plugin's declared socketPath, after

@@ -7,13 +7,13 @@ package validation
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/api/socketpath"
 )
 
 // Bounds the CRD schema sets on sizes, repeated here for manifests that
@@ -144,11 +144,12 @@ func socketPathErrors(path *field.Path, plugin, socket string) field.ErrorList {
 }
 
 // SocketPath checks a sidecar socket path of the named plugin: under
-// /var/run/kubevirt-plugin/<plugin>/, ending with .sock, at most 108 bytes,
-// without "..", a repeated or a trailing "/". It does not look at the file
-// system; symlinks are checked where the socket is dialed.
+// /var/run/kubevirt-plugin/<plugin>/, ending with .sock, and of the shape
+// every socket path has (socketpath.CheckShape: at most 108 bytes, without
+// "..", a "." component, a repeated or a trailing "/"). It does not look at
+// the file system; symlinks are checked where the socket is dialed.
 func SocketPath(plugin, path string) error {
-	if err := socketPathShape(path); err != nil {
+	if err := socketpath.CheckShape(path); err != nil {
 		return err
 	}
 	dir := v1alpha1.PluginDir(plugin)
@@ -162,8 +163,8 @@ func SocketPath(plugin, path string) error {
 }
 
 // nodeSocket checks a node hook socket path: set, absolute, and of the
-// shape every socket path has. A path that is too long is reported as
-// such even when it is also relative.
+// shape every socket path has (socketpath.CheckShape). A path that is too
+// long is reported as such even when it is also relative.
 func nodeSocket(path string) error {
 	switch {
 	case path == "":
@@ -171,27 +172,7 @@ func nodeSocket(path string) error {
 	case len(path) <= v1alpha1.MaxSocketPathLength && !strings.HasPrefix(path, "/"):
 		return fmt.Errorf("must be an absolute path")
 	}
-	return socketPathShape(path)
-}
-
-// socketPathShape checks what sidecar and node hook socket paths share: at
-// most 108 bytes, no "..", no "." component, no repeated and no trailing
-// "/". The sockets are dialed one component at a time, and a "." component
-// would be refused there: admission refuses it first.
-func socketPathShape(path string) error {
-	switch {
-	case len(path) > v1alpha1.MaxSocketPathLength:
-		return fmt.Errorf("is %d bytes long, more than the %d a Unix socket path may have", len(path), v1alpha1.MaxSocketPathLength)
-	case strings.Contains(path, ".."):
-		return fmt.Errorf("must not contain '..'")
-	case slices.Contains(strings.Split(path, "/"), "."):
-		return fmt.Errorf("must not contain a '.' path component")
-	case strings.Contains(path, "//"):
-		return fmt.Errorf("must not contain a repeated '/'")
-	case strings.HasSuffix(path, "/"):
-		return fmt.Errorf("must not end with '/'")
-	}
-	return nil
+	return socketpath.CheckShape(path)
 }
 
 func validLauncherPoint(p v1alpha1.LauncherHookPoint) bool {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	v1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 )
 
 // shortTempDir keeps socket paths well under sun_path's 108 bytes.
@@ -57,7 +59,7 @@ func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
 	tests := []struct {
 		name       string
 		socket     string
-		notAllowed bool // wraps ErrNotAllowed
+		notAllowed bool // wraps ErrRejected
 		notExist   bool // wraps fs.ErrNotExist
 	}{
 		{name: "socket in a subdirectory of the root", socket: root + "/plugins/a.sock"},
@@ -74,7 +76,7 @@ func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
 		{name: "file where a directory is expected", socket: root + "/notadir/x.sock", notAllowed: true},
 		{name: "missing socket", socket: root + "/plugins/gone.sock", notExist: true},
 	}
-	c, err := New([]string{root + "/"})
+	c, err := NewRoots([]string{root + "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +85,11 @@ func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
 			got, err := c.Check(tt.socket)
 			switch {
 			case tt.notAllowed:
-				if !errors.Is(err, ErrNotAllowed) {
-					t.Fatalf("Check(%q) = %q, %v; want ErrNotAllowed", tt.socket, got, err)
+				if !errors.Is(err, ErrRejected) {
+					t.Fatalf("Check(%q) = %q, %v; want ErrRejected", tt.socket, got, err)
 				}
 			case tt.notExist:
-				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotAllowed) {
+				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrRejected) {
 					t.Fatalf("Check(%q) = %q, %v; want a not-exist error", tt.socket, got, err)
 				}
 			default:
@@ -103,11 +105,11 @@ func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
 			}
 			switch {
 			case tt.notAllowed:
-				if !errors.Is(err, ErrNotAllowed) {
-					t.Fatalf("Dial(%q): %v; want ErrNotAllowed", tt.socket, err)
+				if !errors.Is(err, ErrRejected) {
+					t.Fatalf("Dial(%q): %v; want ErrRejected", tt.socket, err)
 				}
 			case tt.notExist:
-				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotAllowed) {
+				if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrRejected) {
 					t.Fatalf("Dial(%q): %v; want a not-exist error", tt.socket, err)
 				}
 			default:
@@ -127,7 +129,7 @@ func TestSymlinkedRootIsResolvedAndAllowed(t *testing.T) {
 	if err := os.Symlink(filepath.Join(base, "run"), filepath.Join(base, "varrun")); err != nil {
 		t.Fatal(err)
 	}
-	c, err := New([]string{filepath.Join(base, "varrun", "kv")})
+	c, err := NewRoots([]string{filepath.Join(base, "varrun", "kv")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestSymlinkedRootIsResolvedAndAllowed(t *testing.T) {
 func TestSocketPathLongerThanSunPathIsRefused(t *testing.T) {
 	base := shortTempDir(t)
 	dir := base
-	for len(dir) < MaxLength {
+	for len(dir) < v1alpha1.MaxSocketPathLength {
 		dir = filepath.Join(dir, strings.Repeat("d", 20))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -151,7 +153,7 @@ func TestSocketPathLongerThanSunPathIsRefused(t *testing.T) {
 	}
 	// No listener can bind such a path, so the check must refuse it by its
 	// length, before looking at what the file is.
-	c, err := New([]string{base})
+	c, err := NewRoots([]string{base})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,16 +161,16 @@ func TestSocketPathLongerThanSunPathIsRefused(t *testing.T) {
 	if err := os.WriteFile(sock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Check(sock); !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "longer than") {
-		t.Fatalf("Check of a %d-byte path = %v, want ErrNotAllowed", len(sock), err)
+	if _, err := c.Check(sock); !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("Check of a %d-byte path = %v, want ErrRejected", len(sock), err)
 	}
 }
 
 func TestRootsMustBeAbsolute(t *testing.T) {
-	if _, err := New([]string{"var/run/kubevirt"}); err == nil {
-		t.Fatal("New accepted a relative root")
+	if _, err := NewRoots([]string{"var/run/kubevirt"}); err == nil {
+		t.Fatal("NewRoots accepted a relative root")
 	}
-	if _, err := New(nil); err == nil {
-		t.Fatal("New accepted no roots")
+	if _, err := NewRoots(nil); err == nil {
+		t.Fatal("NewRoots accepted no roots")
 	}
 }
