@@ -2,7 +2,6 @@ package samples
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -295,7 +294,7 @@ func TestPluginConditionsSelectOptedInVMIs(t *testing.T) {
 			} {
 				vmi := &kubevirtv1.VirtualMachineInstance{}
 				vmi.Labels = tc.labels
-				got, err := cond.Eval(context.Background(), vmi)
+				got, err := cond.Eval(t.Context(), vmi)
 				if err != nil || got != tc.want {
 					t.Errorf("labels %v: condition = %v, %v; want %v", tc.labels, got, err, tc.want)
 				}

@@ -1,7 +1,6 @@
 package celenv
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -21,7 +20,7 @@ func BenchmarkConditionEval(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ctx := context.Background()
+			ctx := b.Context()
 			b.ReportAllocs()
 			for b.Loop() {
 				if ok, err := c.Eval(ctx, vmi); err != nil || !ok {
@@ -66,7 +65,7 @@ func BenchmarkDomainTransformApply(b *testing.B) {
 				b.Fatal(err)
 			}
 			domain := loadDomain(b, path)
-			ctx := context.Background()
+			ctx := b.Context()
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := tr.Apply(ctx, vmi, domain); err != nil {
@@ -114,7 +113,7 @@ func BenchmarkGuestDefinitionHook(b *testing.B) {
 	path := sharedFixture(b, "domain_x86_64.xml")
 	vmi := loadVMI(b, "testdata/vmi-tuned.yaml")
 	domain := loadDomain(b, path)
-	ctx := context.Background()
+	ctx := b.Context()
 	for _, bc := range hookBenchmarks {
 		b.Run(bc.name+"/merge", func(b *testing.B) {
 			e := newEnv(b, Options{})
@@ -161,7 +160,7 @@ func BenchmarkGuestDefinitionHook(b *testing.B) {
 func BenchmarkConditionNestedField(b *testing.B) {
 	const expr = `vmi.Spec.Domain.CPU.Cores > 1u`
 	vmi := loadVMI(b, "testdata/vmi-tuned.yaml")
-	ctx := context.Background()
+	ctx := b.Context()
 	b.Run("compiled once", func(b *testing.B) {
 		c, err := newEnv(b, Options{}).Condition(expr)
 		if err != nil {

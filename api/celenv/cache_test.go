@@ -29,7 +29,7 @@ func TestCompileOnceCache(t *testing.T) {
 	// A rejected expression is not compiled again either.
 	for range 3 {
 		_, err := e.Condition(`vmi.Name`)
-		compileError(t, err, ReasonType, "must evaluate to bool")
+		_ = compileError(t, err, ReasonType, "must evaluate to bool")
 	}
 	if n := e.compilations.Load(); n != 2 {
 		t.Fatalf("%d compilations, want 2", n)

@@ -1,7 +1,6 @@
 package celenv
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -30,7 +29,7 @@ func evalCondition(t *testing.T, e *Env, expr string, vmi *kubevirtv1.VirtualMac
 	if err != nil {
 		t.Fatalf("Condition(%q): %v", expr, err)
 	}
-	got, err := c.Eval(context.Background(), vmi)
+	got, err := c.Eval(t.Context(), vmi)
 	if err != nil {
 		t.Fatalf("Eval(%q): %v", expr, err)
 	}
@@ -96,7 +95,7 @@ func TestGuideExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	domain := loadDomain(t, "testdata/domain-small.xml")
-	if err := tr.Apply(context.Background(), vmiWithLabels(nil), domain); err != nil {
+	if err := tr.Apply(t.Context(), vmiWithLabels(nil), domain); err != nil {
 		t.Fatal(err)
 	}
 	if domain.CPU == nil || domain.CPU.Mode != "host-passthrough" {
@@ -114,7 +113,7 @@ func TestConditionSeesOnlyVMI(t *testing.T) {
 		{`Domain{Name: "x"}.Name == "x"`, "undeclared reference to 'Domain'"},
 	} {
 		_, err := e.Condition(tc.expr)
-		compileError(t, err, ReasonType, tc.want)
+		_ = compileError(t, err, ReasonType, tc.want)
 	}
 	// The same reference is fine in a GuestDefinition expression.
 	if _, err := e.DomainTransform(`Domain{Name: domainSpec.Name}`); err != nil {
@@ -132,16 +131,16 @@ func TestConditionMustBeBool(t *testing.T) {
 		{`1`, "int"},
 	} {
 		_, err := e.Condition(tc.expr)
-		compileError(t, err, ReasonType, "must evaluate to bool", tc.gotType)
+		_ = compileError(t, err, ReasonType, "must evaluate to bool", tc.gotType)
 	}
 }
 
 func TestSyntaxErrorRejected(t *testing.T) {
 	e := newEnv(t, Options{})
 	_, err := e.Condition(`vmi.Labels[`)
-	compileError(t, err, ReasonSyntax, "Syntax error")
+	_ = compileError(t, err, ReasonSyntax, "Syntax error")
 	_, err = e.DomainTransform(`Domain{CPU: }`)
-	compileError(t, err, ReasonSyntax, "Syntax error")
+	_ = compileError(t, err, ReasonSyntax, "Syntax error")
 }
 
 // TestConditionReadsGoFieldNames covers the Go field names and how the Go
@@ -223,11 +222,11 @@ func TestConditionEvalErrorIsReturned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Eval(context.Background(), vmiWithLabels(nil))
+	_, err = c.Eval(t.Context(), vmiWithLabels(nil))
 	if err == nil || !strings.Contains(err.Error(), "no such key") || !strings.Contains(err.Error(), "example.com/tuning") {
 		t.Fatalf("want a no-such-key error naming the expression, got %v", err)
 	}
-	if _, err := c.Eval(context.Background(), nil); err == nil {
+	if _, err := c.Eval(t.Context(), nil); err == nil {
 		t.Fatal("Eval with a nil VMI did not fail")
 	}
 }

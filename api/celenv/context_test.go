@@ -20,7 +20,7 @@ type cancelledMidway struct {
 }
 
 func newCancelledMidway() *cancelledMidway {
-	c := &cancelledMidway{Context: context.Background(), done: make(chan struct{})}
+	c := &cancelledMidway{Context: context.Background(), done: make(chan struct{})} //nolint:forbidigo // the base the fixture replaces Done and Err of; never done itself
 	close(c.done)
 	return c
 }
@@ -53,7 +53,7 @@ func TestEvalHonoursContext(t *testing.T) {
 	}
 
 	t.Run("cancelled before", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		if _, err := c.Eval(ctx, vmi); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Eval: want context.Canceled, got %v", err)
@@ -76,7 +76,7 @@ func TestEvalHonoursContext(t *testing.T) {
 		}
 	})
 	t.Run("live context", func(t *testing.T) {
-		if ok, err := c.Eval(context.Background(), vmi); err != nil || !ok {
+		if ok, err := c.Eval(t.Context(), vmi); err != nil || !ok {
 			t.Fatalf("Eval = %v, %v", ok, err)
 		}
 	})

@@ -1,7 +1,6 @@
 package celenv
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -56,7 +55,7 @@ func TestCostLimitIsConfigurable(t *testing.T) {
 		t.Fatalf("limit equal to the estimate: %v", err)
 	}
 	_, err = newEnv(t, Options{CostLimit: est.Max - 1}).Condition(expr)
-	compileError(t, err, ReasonCost, fmt.Sprint(est.Max), fmt.Sprintf("limit %d", est.Max-1))
+	_ = compileError(t, err, ReasonCost, fmt.Sprint(est.Max), fmt.Sprintf("limit %d", est.Max-1))
 }
 
 // TestEstimatedCostOfGuideExamples: the estimate is reported for accepted
@@ -95,13 +94,13 @@ func TestRuntimeCostLimit(t *testing.T) {
 		t.Fatalf("estimate %+v over the limit: the test needs an accepted expression", c.EstimatedCost())
 	}
 	vmi := vmiWithLabels(nil)
-	if _, err := c.Eval(context.Background(), vmi); err != nil {
+	if _, err := c.Eval(t.Context(), vmi); err != nil {
 		t.Fatalf("small input: %v", err)
 	}
 	// 16 MiB: ten times what a stored object can hold.
 	vmi.Namespace = strings.Repeat("a", 16<<20)
 	vmi.Name = vmi.Namespace
-	_, err = c.Eval(context.Background(), vmi)
+	_, err = c.Eval(t.Context(), vmi)
 	if !errors.Is(err, ErrCostLimitExceeded) {
 		t.Fatalf("want ErrCostLimitExceeded, got %v", err)
 	}
@@ -110,7 +109,7 @@ func TestRuntimeCostLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := loadDomain(t, "testdata/domain-small.xml")
-	if err := tr.Apply(context.Background(), vmi, d); !errors.Is(err, ErrCostLimitExceeded) {
+	if err := tr.Apply(t.Context(), vmi, d); !errors.Is(err, ErrCostLimitExceeded) {
 		t.Fatalf("Apply: want ErrCostLimitExceeded, got %v", err)
 	}
 	if d.Title != "" {
@@ -169,13 +168,13 @@ func TestRuntimeCostLimitStopsInputsBeyondTheBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := loadDomain(t, "testdata/domain-small.xml")
-	if _, err := tr.Merge(context.Background(), vmiWithLabels(nil), d); err != nil {
+	if _, err := tr.Merge(t.Context(), vmiWithLabels(nil), d); err != nil {
 		t.Fatalf("two disks: %v", err)
 	}
 	for len(d.Devices.Disks) < 5000 {
 		d.Devices.Disks = append(d.Devices.Disks, d.Devices.Disks[1])
 	}
-	out, err := tr.Merge(context.Background(), vmiWithLabels(nil), d)
+	out, err := tr.Merge(t.Context(), vmiWithLabels(nil), d)
 	if !errors.Is(err, ErrCostLimitExceeded) || out != nil {
 		t.Fatalf("5000 disks: want ErrCostLimitExceeded and no domain, got %v, %v", out, err)
 	}

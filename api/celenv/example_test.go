@@ -64,8 +64,7 @@ func ExampleCompileError() {
 		panic(err)
 	}
 	_, err = env.DomainTransform(`Domain{CPUX: DomainCPU{Mode: "host-passthrough"}}`)
-	var ce *celenv.CompileError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*celenv.CompileError](err); ok {
 		fmt.Println(ce.Reason)
 		fmt.Println(ce.Message)
 	}

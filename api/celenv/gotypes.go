@@ -137,8 +137,8 @@ func (g *goTypes) register(t reflect.Type, seen map[reflect.Type]bool) {
 	}
 	name := celTypeName(t)
 	g.byName[name] = append(g.byName[name], t)
-	for i := range t.NumField() {
-		g.register(t.Field(i).Type, seen)
+	for field := range t.Fields() {
+		g.register(field.Type, seen)
 	}
 }
 

@@ -1,7 +1,6 @@
 package celenv
 
 import (
-	"context"
 	"flag"
 	"os"
 	"strings"
@@ -38,7 +37,7 @@ func TestMergeRules(t *testing.T) {
 				if err := in.Unmarshal(c.Input); err != nil {
 					t.Fatal(err)
 				}
-				out, err := tr.Merge(context.Background(), celenvtest.VMI(), in)
+				out, err := tr.Merge(t.Context(), celenvtest.VMI(), in)
 				if err != nil {
 					t.Fatalf("%s: %v", x.Variant, err)
 				}
@@ -99,7 +98,7 @@ func TestHasAndReadsThroughAbsentElements(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := tr.Merge(context.Background(), vmiWithLabels(nil), loadDomain(t, "testdata/domain-small.xml"))
+			out, err := tr.Merge(t.Context(), vmiWithLabels(nil), loadDomain(t, "testdata/domain-small.xml"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +128,7 @@ func TestMergeMapVariableIsAComputedValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := tr.Merge(context.Background(), vmiWithLabels(nil), loadDomain(t, "testdata/domain-small.xml"))
+		out, err := tr.Merge(t.Context(), vmiWithLabels(nil), loadDomain(t, "testdata/domain-small.xml"))
 		if err != nil {
 			t.Fatal(err)
 		}

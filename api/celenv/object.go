@@ -145,7 +145,7 @@ func (g *goTypes) newObjectValue(value any) (ref.Val, bool) {
 			for i := range rv.Len() {
 				ptrs.Index(i).Set(rv.Index(i).Addr())
 			}
-			return &inputList{Lister: types.NewDynamicList(g, ptrs.Interface()).(traits.Lister), orig: rv}, true
+			return &inputList{Lister: types.NewDynamicList(g, ptrs.Interface()), orig: rv}, true
 		}
 		if elem.Kind() == reflect.Pointer {
 			if _, ok := g.objectTypes[elem.Elem()]; ok {

@@ -1,7 +1,6 @@
 package celenv
 
 import (
-	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ func apply(t *testing.T, e *Env, expr string) (before, after *libvirtxml.Domain)
 	}
 	before = loadDomain(t, "testdata/domain-small.xml")
 	after = loadDomain(t, "testdata/domain-small.xml")
-	if err := tr.Apply(context.Background(), vmiWithLabels(map[string]string{"tier": "gold"}), after); err != nil {
+	if err := tr.Apply(t.Context(), vmiWithLabels(map[string]string{"tier": "gold"}), after); err != nil {
 		t.Fatalf("Apply(%q): %v", expr, err)
 	}
 	return before, after
@@ -75,7 +74,7 @@ func TestMergeNeverModifiesItsInput(t *testing.T) {
 	}
 	d := loadDomain(t, "testdata/domain-small.xml")
 	want := loadDomain(t, "testdata/domain-small.xml")
-	next, err := tr.Merge(context.Background(), vmiWithLabels(nil), d)
+	next, err := tr.Merge(t.Context(), vmiWithLabels(nil), d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +125,7 @@ func TestDomainTransformMustReturnDomain(t *testing.T) {
 		{`vmi.Name == "x"`, "bool"},
 	} {
 		_, err := e.DomainTransform(tc.expr)
-		compileError(t, err, ReasonType, "must return a Domain{...}", tc.got)
+		_ = compileError(t, err, ReasonType, "must return a Domain{...}", tc.got)
 	}
 }
 
@@ -139,13 +138,13 @@ func TestUnknownFieldRejected(t *testing.T) {
 		{`Domain{CPU: DomainCPUX{}}`, "undeclared reference to 'DomainCPUX'"},
 	} {
 		_, err := e.DomainTransform(tc.expr)
-		compileError(t, err, ReasonType, tc.want)
+		_ = compileError(t, err, ReasonType, tc.want)
 	}
 	_, err := e.Condition(`vmi.Spec.Domain.Cpu.Cores > 2`)
-	compileError(t, err, ReasonType, "undefined field 'Cpu'")
+	_ = compileError(t, err, ReasonType, "undefined field 'Cpu'")
 	// Field types are checked too: libvirtxml counts are unsigned.
 	_, err = e.DomainTransform(`Domain{VCPU: DomainVCPU{Value: "4"}}`)
-	compileError(t, err, ReasonType, "expected type of field 'Value' is 'uint' but provided type is 'string'")
+	_ = compileError(t, err, ReasonType, "expected type of field 'Value' is 'uint' but provided type is 'string'")
 }
 
 // TestApplyErrorLeavesDomainUnchanged: an evaluation error fails Apply and the
@@ -158,14 +157,14 @@ func TestApplyErrorLeavesDomainUnchanged(t *testing.T) {
 	}
 	d := loadDomain(t, "testdata/domain-small.xml")
 	want := marshalDomain(t, d)
-	err = tr.Apply(context.Background(), vmiWithLabels(nil), d)
+	err = tr.Apply(t.Context(), vmiWithLabels(nil), d)
 	if err == nil || !strings.Contains(err.Error(), "no such key") {
 		t.Fatalf("want a no-such-key error, got %v", err)
 	}
 	if got := marshalDomain(t, d); got != want {
 		t.Fatalf("domain changed by a failed Apply:\n%s", got)
 	}
-	if err := tr.Apply(context.Background(), vmiWithLabels(nil), nil); err == nil {
+	if err := tr.Apply(t.Context(), vmiWithLabels(nil), nil); err == nil {
 		t.Fatal("Apply to a nil domain did not fail")
 	}
 }
@@ -191,7 +190,7 @@ func TestDomainFixtureRoundTripsThroughDomainSpec(t *testing.T) {
 					t.Fatalf("%s: %v", tc.name, err)
 				}
 				d := loadDomain(t, path)
-				if err := tr.Apply(context.Background(), vmiWithLabels(nil), d); err != nil {
+				if err := tr.Apply(t.Context(), vmiWithLabels(nil), d); err != nil {
 					t.Fatalf("%s: %v", tc.name, err)
 				}
 				if got := marshalDomain(t, d); got != want {
@@ -204,7 +203,7 @@ func TestDomainFixtureRoundTripsThroughDomainSpec(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := &libvirtxml.Domain{}
-			if err := tr.Apply(context.Background(), vmiWithLabels(nil), d); err != nil {
+			if err := tr.Apply(t.Context(), vmiWithLabels(nil), d); err != nil {
 				t.Fatal(err)
 			}
 			if got := marshalDomain(t, d); got != want {

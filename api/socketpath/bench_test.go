@@ -1,7 +1,6 @@
 package socketpath
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,7 +24,7 @@ func BenchmarkDial(b *testing.B) {
 	serve(b, filepath.Join(base, "plugin", "hook.sock"), "hook.sock")
 	root := NewRoot(base)
 	components := []string{"plugin", "hook.sock"}
-	ctx := context.Background()
+	ctx := b.Context()
 
 	b.Run("checked-dial", func(b *testing.B) {
 		b.ReportAllocs()

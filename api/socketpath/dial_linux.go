@@ -59,8 +59,7 @@ func (r *Root) Dial(ctx context.Context, components []string) (net.Conn, error) 
 	conn, err := d.DialContext(ctx, "unix", "/proc/self/fd/"+strconv.Itoa(fd))
 	if err != nil {
 		// Name the socket, not the descriptor it was reached through.
-		var op *net.OpError
-		if errors.As(err, &op) {
+		if op, ok := errors.AsType[*net.OpError](err); ok {
 			err = op.Err
 		}
 		return nil, fmt.Errorf("connect to %s: %w", cur, err)

@@ -3,7 +3,6 @@
 package socketpath
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -57,7 +56,7 @@ func TestDialIsNotRedirectedByASymlinkSwappedInAfterTheCheck(t *testing.T) {
 	beforeConnect = swap
 	t.Cleanup(func() { beforeConnect = nil })
 
-	conn, err := root.Dial(context.Background(), components)
+	conn, err := root.Dial(t.Context(), components)
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -76,7 +75,7 @@ func TestDialIsNotRedirectedByASymlinkSwappedInAfterTheCheck(t *testing.T) {
 
 	// And a later Dial refuses the symlink outright.
 	beforeConnect = nil
-	if _, err := root.Dial(context.Background(), components); !errors.Is(err, ErrRejected) {
+	if _, err := root.Dial(t.Context(), components); !errors.Is(err, ErrRejected) {
 		t.Fatalf("Dial through the swapped-in symlink: %v, want ErrRejected", err)
 	}
 }

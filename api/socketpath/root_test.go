@@ -1,7 +1,6 @@
 package socketpath
 
 import (
-	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -68,7 +67,7 @@ func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
 			}
 
 			// Dial applies the same rules and connects only when they hold.
-			conn, err := root.Dial(context.Background(), tc.components)
+			conn, err := root.Dial(t.Context(), tc.components)
 			if conn != nil {
 				defer conn.Close()
 			}

@@ -76,7 +76,7 @@ func (r *Roots) locate(socket string) (*Root, []string, error) {
 		}
 		base, err := root.Resolve()
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", ErrRejected, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrRejected, err)
 		}
 		if dial := filepath.Join(base, rel); len(dial) > v1alpha1.MaxSocketPathLength {
 			return nil, nil, fmt.Errorf("%w: %q resolves to %q, longer than %d bytes", ErrRejected, socket, dial, v1alpha1.MaxSocketPathLength)

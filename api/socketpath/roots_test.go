@@ -1,7 +1,6 @@
 package socketpath
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"net"
@@ -99,7 +98,7 @@ func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
 			}
 
 			// Dial refuses what Check refuses and connects to the rest.
-			conn, err := c.Dial(context.Background(), tt.socket)
+			conn, err := c.Dial(t.Context(), tt.socket)
 			if conn != nil {
 				conn.Close()
 			}

@@ -54,7 +54,7 @@ func benchDispatcher(b *testing.B, hooks int) *Dispatcher {
 
 func runDispatch(b *testing.B, d *Dispatcher, vmi *kubevirtv1.VirtualMachineInstance) {
 	b.Helper()
-	ctx := context.Background()
+	ctx := b.Context()
 	// One call outside the timing: compiles the condition, dials the socket.
 	if err := d.Dispatch(ctx, pluginv1alpha1.PreVMStart, vmi, NodeContext{NodeName: "node01"}); err != nil {
 		b.Fatal(err)

@@ -32,7 +32,7 @@ func TestSlowServerHoldsUpOnlyTheVMIsThatUseIt(t *testing.T) {
 
 	slowDone := make(chan error, 1)
 	go func() {
-		slowDone <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-slow", map[string]string{"speed": "slow"}), NodeContext{})
+		slowDone <- d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm-slow", map[string]string{"speed": "slow"}), NodeContext{})
 	}()
 	if name := <-slow.entered; name != "vm-slow" {
 		t.Fatalf("slow server entered by %s", name)
@@ -40,7 +40,7 @@ func TestSlowServerHoldsUpOnlyTheVMIsThatUseIt(t *testing.T) {
 	// vm-slow now sits in the slow server. Other VMIs that only use the
 	// fast server complete while it does.
 	for _, name := range []string{"vm-a", "vm-b", "vm-c"} {
-		if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi(name, map[string]string{"speed": "fast"}), NodeContext{}); err != nil {
+		if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi(name, map[string]string{"speed": "fast"}), NodeContext{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,22 +76,22 @@ func TestNodeHooksOfOneVMIRunOneAfterTheOtherWhateverTheHookPoint(t *testing.T) 
 	v := vmi("vm", nil)
 
 	start := make(chan error, 1)
-	go func() { start <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
+	go func() { start <- d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
 	<-srv.entered
 
 	// The host reports the stop while PreVMStart's hook still runs: the
 	// OnVMStop dispatch waits for it ...
 	stop := make(chan error, 1)
-	go func() { stop <- d.Dispatch(context.Background(), pluginv1alpha1.OnVMStop, v, NodeContext{}) }()
+	go func() { stop <- d.Dispatch(t.Context(), pluginv1alpha1.OnVMStop, v, NodeContext{}) }()
 	// ... and so does a retry whose host gives up waiting, calling nothing.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	retry := make(chan error, 1)
 	go func() { retry <- d.Dispatch(ctx, pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
 	waitUntilWaiting(t, d, v, 2)
 	// Another VMI goes ahead meanwhile.
 	other := make(chan error, 1)
 	go func() {
-		other <- d.Dispatch(context.Background(), pluginv1alpha1.OnVMStop, vmi("vm-2", nil), NodeContext{})
+		other <- d.Dispatch(t.Context(), pluginv1alpha1.OnVMStop, vmi("vm-2", nil), NodeContext{})
 	}()
 	if name := <-srv.entered; name != "vm-2" {
 		t.Fatalf("server entered by %s while vm's PreVMStart still ran, want vm-2", name)
@@ -134,10 +134,10 @@ func TestDispatchReadsThePluginsOnceItsWaitForTheVMIIsOver(t *testing.T) {
 	v := vmi("vm", nil)
 
 	start := make(chan error, 1)
-	go func() { start <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
+	go func() { start <- d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
 	<-held.entered
 	stop := make(chan error, 1)
-	go func() { stop <- d.Dispatch(context.Background(), pluginv1alpha1.OnVMStop, v, NodeContext{}) }()
+	go func() { stop <- d.Dispatch(t.Context(), pluginv1alpha1.OnVMStop, v, NodeContext{}) }()
 	waitUntilWaiting(t, d, v, 1)
 
 	// While OnVMStop waits, one Plugin is deleted and another created.
@@ -173,17 +173,17 @@ func TestStaleSnapshotDoesNotPruneConnectionsOfANewerRevision(t *testing.T) {
 	rev2 := store.Snapshot{Enabled: true, Revision: 2, Plugins: []*pluginv1alpha1.Plugin{plugin("p", "", nodeHook(newSock, pluginv1alpha1.PreVMStart))}}
 
 	src.set(rev2)
-	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-a", nil), NodeContext{}); err != nil {
+	if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm-a", nil), NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	// A dispatch that read the Plugins just before the change (revision 1)
 	// comes after one that read revision 2.
 	src.set(rev1)
-	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-b", nil), NodeContext{}); err != nil {
+	if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm-b", nil), NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	src.set(rev2)
-	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-c", nil), NodeContext{}); err != nil {
+	if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm-c", nil), NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	if a := newSrv.accepted.Load(); a != 1 {
@@ -204,7 +204,7 @@ func TestOneVMIsUnavailableAnswerFailsOnlyThatVMI(t *testing.T) {
 	errs := make(chan error, inFlight)
 	for i := range inFlight {
 		go func() {
-			errs <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi(fmt.Sprintf("vm-%d", i), nil), NodeContext{})
+			errs <- d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi(fmt.Sprintf("vm-%d", i), nil), NodeContext{})
 		}()
 	}
 	for range inFlight {
@@ -212,7 +212,7 @@ func TestOneVMIsUnavailableAnswerFailsOnlyThatVMI(t *testing.T) {
 	}
 	// Twenty PreVMStart calls sit in the server, on the one pooled
 	// connection, when the server answers another VMI with Unavailable.
-	err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-down", nil), NodeContext{})
+	err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm-down", nil), NodeContext{})
 	var herr *HookError
 	if !errors.As(err, &herr) || status.Code(herr.Err) != codes.Unavailable {
 		t.Fatalf("dispatch for vm-down = %v, want the server's Unavailable as a HookError", err)
@@ -234,12 +234,12 @@ func TestRestartedNodeHookServerIsReachedByTheNextDispatch(t *testing.T) {
 	first := &hookServer{name: "s", journal: j}
 	sock := serve(t, root, first)
 	d, _ := newDispatcher(t, root, nil, plugin("p", "", nodeHook(sock, pluginv1alpha1.PreVMStart)))
-	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-1", nil), NodeContext{}); err != nil {
+	if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm-1", nil), NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	first.grpc.Stop() // unlinks the socket
 	serve(t, root, &hookServer{name: "s", journal: j})
-	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm-2", nil), NodeContext{}); err != nil {
+	if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm-2", nil), NodeContext{}); err != nil {
 		t.Fatalf("first dispatch after the server restarted: %v", err)
 	}
 	if got := j.all(); len(got) != 2 || got[1].VMI != "vm-2" {
@@ -256,10 +256,10 @@ func TestWaitForTheVMIsDispatchInProgressIsMeasured(t *testing.T) {
 	v := vmi("vm", nil)
 
 	start := make(chan error, 1)
-	go func() { start <- d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
+	go func() { start <- d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, v, NodeContext{}) }()
 	<-srv.entered
 	stop := make(chan error, 1)
-	go func() { stop <- d.Dispatch(context.Background(), pluginv1alpha1.OnVMStop, v, NodeContext{}) }()
+	go func() { stop <- d.Dispatch(t.Context(), pluginv1alpha1.OnVMStop, v, NodeContext{}) }()
 	waitUntilWaiting(t, d, v, 1)
 	const held = 100 * time.Millisecond
 	time.Sleep(held) // PreVMStart's hook keeps running at least this long

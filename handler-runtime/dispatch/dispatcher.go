@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -324,10 +325,5 @@ func (d *Dispatcher) prune(snap store.Snapshot) {
 }
 
 func isNodeHookPoint(p pluginv1alpha1.NodeHookPoint) bool {
-	for _, known := range pluginv1alpha1.NodeHookPoints {
-		if p == known {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(pluginv1alpha1.NodeHookPoints, p)
 }

@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"errors"
 	"net"
 	"os"
@@ -59,7 +58,7 @@ func TestEveryNodeHookPointReachesTheServerWithVMIAndNode(t *testing.T) {
 	d, _ := newDispatcher(t, root, nil, plugin("p", "", nodeHook(sock, pluginv1alpha1.NodeHookPoints...)))
 
 	for _, point := range pluginv1alpha1.NodeHookPoints {
-		if err := d.Dispatch(context.Background(), point, vmi("vm-"+string(point), nil), NodeContext{NodeName: "node-1"}); err != nil {
+		if err := d.Dispatch(t.Context(), point, vmi("vm-"+string(point), nil), NodeContext{NodeName: "node-1"}); err != nil {
 			t.Fatalf("%s: %v", point, err)
 		}
 	}
@@ -91,7 +90,7 @@ func TestHooksRunAlphabeticallyByPluginThenInDeclarationOrder(t *testing.T) {
 			nodeHook(a1, pluginv1alpha1.PreVMStart)),
 		plugin("bravo", "", nodeHook(b1, pluginv1alpha1.PreVMStart)),
 	)
-	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{NodeName: "n"}); err != nil {
+	if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{NodeName: "n"}); err != nil {
 		t.Fatal(err)
 	}
 	var order []string
@@ -126,7 +125,7 @@ func TestPluginAndHookConditionsMustBothHold(t *testing.T) {
 			h := nodeHook(sock, pluginv1alpha1.PreVMStart)
 			h.Condition = tt.hookCondition
 			d, _ := newDispatcher(t, root, nil, plugin("p", tt.pluginCondition, h))
-			if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", tt.labels), NodeContext{}); err != nil {
+			if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", tt.labels), NodeContext{}); err != nil {
 				t.Fatal(err)
 			}
 			if called := len(j.all()) == 1; called != tt.wantCalled {
@@ -160,11 +159,11 @@ func TestConditionErrorFailsDispatchWhateverTheFailureStrategy(t *testing.T) {
 			second.Condition = tt.hookCondition
 			d, _ := newDispatcher(t, root, nil, plugin("p", tt.pluginCondition, first, second))
 
-			err := d.Dispatch(context.Background(), pluginv1alpha1.OnVMStop, vmi("vm", nil), NodeContext{})
+			err := d.Dispatch(t.Context(), pluginv1alpha1.OnVMStop, vmi("vm", nil), NodeContext{})
 			if err != nil {
 				t.Fatalf("a hook point no hook permits must not evaluate conditions: %v", err)
 			}
-			err = d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
+			err = d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
 			var herr *HookError
 			if !errors.As(err, &herr) || herr.Plugin != "p" || herr.HookIndex != tt.wantIndex || herr.HookPoint != pluginv1alpha1.PreVMStart {
 				t.Fatalf("Dispatch = %v, want a HookError for plugin p, hook %d, PreVMStart", err, tt.wantIndex)
@@ -206,7 +205,7 @@ func TestFailureStrategyIsTheHooksOwn(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			d, _ := newDispatcher(t, root, reg, p)
 
-			err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
+			err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Dispatch = %v, want error %v", err, tt.wantErr)
 			}
@@ -244,7 +243,7 @@ func TestServerDownFailsWithFailAndPassesWithIgnore(t *testing.T) {
 			h := nodeHook(sock, pluginv1alpha1.PreVMStart)
 			h.FailureStrategy = strategy
 			d, _ := newDispatcher(t, root, nil, plugin("p", "", h))
-			err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
+			err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
 			if (err != nil) != (strategy == pluginv1alpha1.Fail) {
 				t.Fatalf("%s with %s: Dispatch = %v", filepath.Base(sock), strategy, err)
 			}
@@ -261,7 +260,7 @@ func TestHookPastItsTimeoutIsCutOff(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	d, _ := newDispatcher(t, root, reg, plugin("p", "", h))
 
-	err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
+	err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
 	if !errors.Is(err, ErrHookTimeout) {
 		t.Fatalf("Dispatch = %v, want ErrHookTimeout", err)
 	}
@@ -331,7 +330,7 @@ func TestSocketsAreCheckedBeforeDialing(t *testing.T) {
 	}
 	for _, sock := range []string{outside, link} {
 		d, _ := newDispatcher(t, root, nil, plugin("p", "", nodeHook(sock, pluginv1alpha1.PreVMStart)))
-		err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
+		err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
 		if !errors.Is(err, socketpath.ErrRejected) {
 			t.Fatalf("socket %s: Dispatch = %v, want ErrRejected", sock, err)
 		}
@@ -350,7 +349,7 @@ func TestFeatureGateOffDispatchesNothing(t *testing.T) {
 	// lists plugins.
 	src.snap.Enabled = false
 	for _, point := range pluginv1alpha1.NodeHookPoints {
-		if err := d.Dispatch(context.Background(), point, vmi("vm", nil), NodeContext{}); err != nil {
+		if err := d.Dispatch(t.Context(), point, vmi("vm", nil), NodeContext{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -362,7 +361,7 @@ func TestFeatureGateOffDispatchesNothing(t *testing.T) {
 func TestUnsyncedStoreFailsTheDispatch(t *testing.T) {
 	d, src := newDispatcher(t, socketRoot(t), nil)
 	src.err = store.ErrNotSynced
-	err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
+	err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{})
 	if !errors.Is(err, store.ErrNotSynced) {
 		t.Fatalf("Dispatch = %v, want ErrNotSynced", err)
 	}
@@ -371,7 +370,7 @@ func TestUnsyncedStoreFailsTheDispatch(t *testing.T) {
 func TestUnknownHookPointIsRefused(t *testing.T) {
 	d, _ := newDispatcher(t, socketRoot(t), nil)
 	for _, point := range []pluginv1alpha1.NodeHookPoint{"", "GuestDefinition", "PreBoot"} {
-		if err := d.Dispatch(context.Background(), point, vmi("vm", nil), NodeContext{}); err == nil {
+		if err := d.Dispatch(t.Context(), point, vmi("vm", nil), NodeContext{}); err == nil {
 			t.Errorf("Dispatch at %q succeeded", point)
 		}
 	}
@@ -389,7 +388,7 @@ func TestConnectionsToSocketsNoPluginNamesAreClosed(t *testing.T) {
 		plugin("a", "", nodeHook(goneSock, pluginv1alpha1.PreVMStart)),
 		plugin("b", "", nodeHook(staysSock, pluginv1alpha1.PreVMStart)))
 
-	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{}); err != nil {
+	if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	if g, s := gone.open.Load(), stays.open.Load(); g != 1 || s != 1 {
@@ -397,7 +396,7 @@ func TestConnectionsToSocketsNoPluginNamesAreClosed(t *testing.T) {
 	}
 
 	src.snap = store.Snapshot{Plugins: []*pluginv1alpha1.Plugin{plugin("b", "", nodeHook(staysSock, pluginv1alpha1.PreVMStart))}, Enabled: true, Revision: 2}
-	if err := d.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{}); err != nil {
+	if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -21,10 +21,10 @@ type lateTimer struct {
 func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func TestDeadlineExceededFromTheServerAtTheDeadlineIsAHookTimeout(t *testing.T) {
-	expired, cancel := context.WithTimeout(context.Background(), -time.Second)
+	expired, cancel := context.WithTimeout(t.Context(), -time.Second)
 	defer cancel()
-	past := lateTimer{Context: context.Background(), deadline: time.Now().Add(-time.Millisecond)}
-	future := lateTimer{Context: context.Background(), deadline: time.Now().Add(time.Hour)}
+	past := lateTimer{Context: t.Context(), deadline: time.Now().Add(-time.Millisecond)}
+	future := lateTimer{Context: t.Context(), deadline: time.Now().Add(time.Hour)}
 	deadlineStatus := status.Error(codes.DeadlineExceeded, "stream terminated by RST_STREAM with error code: CANCEL")
 
 	for _, tc := range []struct {

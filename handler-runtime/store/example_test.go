@@ -21,7 +21,7 @@ func Example() {
 		return
 	}
 	ctx := context.Background()
-	go s.Run(ctx)
+	go func() { _ = s.Run(ctx) }()
 	if !s.WaitForSync(ctx) {
 		return
 	}

@@ -43,12 +43,12 @@ func startStore(t *testing.T, gate func() bool, initial ...runtime.Object) (*Sto
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 	if _, err := s.Snapshot(); gate() && !errors.Is(err, ErrNotSynced) {
 		t.Fatalf("Snapshot before Run = %v, want ErrNotSynced", err)
 	}
-	go s.Run(ctx)
+	go func() { _ = s.Run(ctx) }()
 	if !s.WaitForSync(ctx) || !s.Ready() {
 		t.Fatal("store did not sync")
 	}
@@ -98,14 +98,14 @@ func TestChangesInTheAPIReachTheNextSnapshot(t *testing.T) {
 	s, client := startStore(t, func() bool { return true }, unstructuredPlugin(t, "bravo"))
 	before, _ := s.Snapshot()
 	plugins := client.Resource(Resource())
-	if _, err := plugins.Create(context.Background(), unstructuredPlugin(t, "alpha"), metav1.CreateOptions{}); err != nil {
+	if _, err := plugins.Create(t.Context(), unstructuredPlugin(t, "alpha"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "alpha to appear", func() bool {
 		snap, _ := s.Snapshot()
 		return len(snap.Plugins) == 2 && snap.Plugins[0].Name == "alpha"
 	})
-	if err := plugins.Delete(context.Background(), "bravo", metav1.DeleteOptions{}); err != nil {
+	if err := plugins.Delete(t.Context(), "bravo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "bravo to go", func() bool {

@@ -141,10 +141,10 @@ func (f *Filter) String() string { return strings.Join(f.Entries(), ",") }
 // check returns why entry e is not acceptable, or the allowed owned domain
 // it covers ("" for none).
 func (g Guard) check(e string) (allowedBy string, err error) {
-	switch {
-	case e == "":
+	switch e {
+	case "":
 		return "", errors.New("empty entry")
-	case e == "*":
+	case "*":
 		return "", errors.New(`a bare "*" would match every key; use a prefix such as "ops.example.com/*"`)
 	}
 	prefix, isPrefix := strings.CutSuffix(e, "*")

@@ -3,7 +3,6 @@
 package domainrun_test
 
 import (
-	"context"
 	"encoding/xml"
 	"fmt"
 	"math/rand/v2"
@@ -163,7 +162,7 @@ func merge(t *testing.T, e *celenv.Env, expr string, vmi *kubevirtv1.VirtualMach
 	if err != nil {
 		t.Fatalf("compiling %s: %v", expr, err)
 	}
-	out, err := tr.Merge(context.Background(), vmi, d)
+	out, err := tr.Merge(t.Context(), vmi, d)
 	if err != nil {
 		t.Fatalf("merging %s: %v", expr, err)
 	}
@@ -606,8 +605,7 @@ func literalType(t reflect.Type) bool {
 	if t.PkgPath() != reflect.TypeFor[libvirtxml.Domain]().PkgPath() {
 		return false
 	}
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for f := range t.Fields() {
 		if f.Type == reflect.TypeFor[xml.Name]() {
 			continue
 		}

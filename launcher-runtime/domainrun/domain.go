@@ -179,7 +179,7 @@ func aborted(name, destURI string, cause, abortErr, migErr error) error {
 		return nil
 	}
 	if abortErr != nil {
-		return fmt.Errorf("migrate domain %q to %q: %w (abort failed: %v): %w", name, destURI, cause, abortErr, migErr)
+		return fmt.Errorf("migrate domain %q to %q: %w (abort failed: %w): %w", name, destURI, cause, abortErr, migErr)
 	}
 	return fmt.Errorf("migrate domain %q to %q: aborted: %w: %w", name, destURI, cause, migErr)
 }

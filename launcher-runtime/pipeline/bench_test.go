@@ -64,7 +64,7 @@ func BenchmarkGuestDefinitionCEL(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				out, err := p.GuestDefinition(context.Background(), vmi, domain, pipeline.Boot)
+				out, err := p.GuestDefinition(b.Context(), vmi, domain, pipeline.Boot)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -84,7 +84,7 @@ func BenchmarkGuestDefinitionCEL(b *testing.B) {
 			call := 0
 			for b.Loop() {
 				call++
-				out, err := baselineGuestDefinition(env, exprs, call, vmi, domain)
+				out, err := baselineGuestDefinition(b.Context(), env, exprs, call, vmi, domain)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -96,7 +96,7 @@ func BenchmarkGuestDefinitionCEL(b *testing.B) {
 	}
 }
 
-func baselineGuestDefinition(env *celenv.Env, exprs []string, call int, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (*libvirtxml.Domain, error) {
+func baselineGuestDefinition(ctx context.Context, env *celenv.Env, exprs []string, call int, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (*libvirtxml.Domain, error) {
 	current := domain
 	for i, e := range exprs {
 		t, err := env.DomainTransform(fmt.Sprintf("%s // call %d hook %d", e, call, i))
@@ -111,7 +111,7 @@ func baselineGuestDefinition(env *celenv.Env, exprs []string, call int, vmi *kub
 		if err := next.Unmarshal(text); err != nil {
 			return nil, err
 		}
-		if err := t.Apply(context.Background(), vmi, next); err != nil {
+		if err := t.Apply(ctx, vmi, next); err != nil {
 			return nil, err
 		}
 		current = next
@@ -156,7 +156,7 @@ func (t tagSidecar) GuestDefinition(_ context.Context, req *sdk.GuestDefinitionR
 // serveSDK runs n tagSidecars, plugins s0..s(n-1), on sockets below root
 // until the benchmark ends, and returns their socket files.
 func serveSDK(b *testing.B, root string, n int) []string {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(b.Context())
 	var wg sync.WaitGroup
 	b.Cleanup(func() {
 		cancel()
@@ -169,11 +169,9 @@ func serveSDK(b *testing.B, root string, n int) []string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_ = srv.Serve(ctx)
-		}()
+		})
 		files = append(files, filepath.Join(root, name, sdk.DefaultSocketName))
 	}
 	// Wait for the sockets, so that no iteration measures a start.
@@ -192,7 +190,7 @@ func serveSDK(b *testing.B, root string, n int) []string {
 // inTreeGuestDefinition does, per sidecar, what KubeVirt's in-tree hook
 // client does: encode the domain and the VMI, dial the socket, call, close
 // the connection, decode the answer.
-func inTreeGuestDefinition(vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain, sockets []string) (*libvirtxml.Domain, error) {
+func inTreeGuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain, sockets []string) (*libvirtxml.Domain, error) {
 	current := domain
 	for _, socket := range sockets {
 		domainXML, err := current.Marshal()
@@ -209,8 +207,8 @@ func inTreeGuestDefinition(vmi *kubevirtv1.VirtualMachineInstance, domain *libvi
 		if err != nil {
 			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		resp, err := hooksv1alpha1.NewLauncherHookServiceClient(conn).GuestDefinition(ctx, &hooksv1alpha1.GuestDefinitionRequest{
+		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		resp, err := hooksv1alpha1.NewLauncherHookServiceClient(conn).GuestDefinition(callCtx, &hooksv1alpha1.GuestDefinitionRequest{
 			DomainXml:      []byte(domainXML),
 			Vmi:            vmiJSON,
 			SidecarContext: &hooksv1alpha1.SidecarContext{InvocationContext: string(pipeline.Boot)},
@@ -255,7 +253,7 @@ func BenchmarkGuestDefinitionSidecars(b *testing.B) {
 			b.ReportAllocs()
 			cpu := startCPU(b)
 			for b.Loop() {
-				out, err := p.GuestDefinition(context.Background(), vmi, domain, pipeline.Boot)
+				out, err := p.GuestDefinition(b.Context(), vmi, domain, pipeline.Boot)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -271,7 +269,7 @@ func BenchmarkGuestDefinitionSidecars(b *testing.B) {
 			b.ReportAllocs()
 			cpu := startCPU(b)
 			for b.Loop() {
-				out, err := inTreeGuestDefinition(vmi, domain, sockets)
+				out, err := inTreeGuestDefinition(b.Context(), vmi, domain, sockets)
 				if err != nil {
 					b.Fatal(err)
 				}

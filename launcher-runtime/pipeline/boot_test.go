@@ -44,7 +44,7 @@ func TestGuestDefinitionRunsBeforePreBoot(t *testing.T) {
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{
 		plugin("both", sidecarHook(serve(t, root, "both", "hook.sock", s), pluginv1alpha1.PreBoot, gd)),
 	})
-	if _, err := p.Boot(context.Background(), testVMI(t), testDomain(t), pipeline.Artifacts{}); err != nil {
+	if _, err := p.Boot(t.Context(), testVMI(t), testDomain(t), pipeline.Artifacts{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.order; len(got) != 2 || got[0] != "GuestDefinition" || got[1] != "PreBoot" {
@@ -63,7 +63,7 @@ func TestFailedGuestDefinitionSkipsPreBoot(t *testing.T) {
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{
 		plugin("both", sidecarHook(serve(t, root, "both", "hook.sock", s), gd, pluginv1alpha1.PreBoot)),
 	})
-	_, err := p.Boot(context.Background(), testVMI(t), testDomain(t), pipeline.Artifacts{})
+	_, err := p.Boot(t.Context(), testVMI(t), testDomain(t), pipeline.Artifacts{})
 	if err == nil || !strings.Contains(err.Error(), "no domain today") {
 		t.Fatalf("want the GuestDefinition error, got %v", err)
 	}
@@ -102,7 +102,7 @@ func everyPointPipeline(t *testing.T, rec *orderRecorder) *pipeline.Pipeline {
 func TestPreBootDoesNotRunOnTheMigrationTarget(t *testing.T) {
 	rec := &orderRecorder{}
 	p := everyPointPipeline(t, rec)
-	if err := p.MigrationTarget(context.Background(), testVMI(t), testDomain(t)); err != nil {
+	if err := p.MigrationTarget(t.Context(), testVMI(t), testDomain(t)); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(rec.order, " "); got != "GuestDefinition/MigrationTarget" {
@@ -113,7 +113,7 @@ func TestPreBootDoesNotRunOnTheMigrationTarget(t *testing.T) {
 func TestGuestDefinitionDoesNotRunOnTheMigrationSource(t *testing.T) {
 	rec := &orderRecorder{}
 	p := everyPointPipeline(t, rec)
-	res, err := p.MigrationSource(context.Background(), testVMI(t), 1, &hooksv1alpha1.MigrationParams{})
+	res, err := p.MigrationSource(t.Context(), testVMI(t), 1, &hooksv1alpha1.MigrationParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestGuestDefinitionDoesNotRunOnTheMigrationSource(t *testing.T) {
 func TestBootRunsNoMigrationHook(t *testing.T) {
 	rec := &orderRecorder{}
 	p := everyPointPipeline(t, rec)
-	if _, err := p.Boot(context.Background(), testVMI(t), testDomain(t), pipeline.Artifacts{}); err != nil {
+	if _, err := p.Boot(t.Context(), testVMI(t), testDomain(t), pipeline.Artifacts{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(rec.order, " "); got != "GuestDefinition/Boot PreBoot" {

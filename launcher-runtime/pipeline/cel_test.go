@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -24,7 +23,7 @@ func TestCELHookStoppedByTheRuntimeCostLimitNamesPluginAndHook(t *testing.T) {
 	p := newPipeline(t, socketRoot(t), []pluginv1alpha1.Plugin{plugin("ordering", celHook(celAppend("first")), celHook(expr))},
 		func(o *pipeline.Options) { o.CEL = env })
 	domain := testDomain(t)
-	if _, err := p.GuestDefinition(context.Background(), testVMI(t), domain, pipeline.Boot); err != nil {
+	if _, err := p.GuestDefinition(t.Context(), testVMI(t), domain, pipeline.Boot); err != nil {
 		t.Fatalf("a domain within the bounds: %v", err)
 	}
 	for len(domain.Devices.Disks) < 5000 {
@@ -34,7 +33,7 @@ func TestCELHookStoppedByTheRuntimeCostLimitNamesPluginAndHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.GuestDefinition(context.Background(), testVMI(t), domain, pipeline.Boot)
+	_, err = p.GuestDefinition(t.Context(), testVMI(t), domain, pipeline.Boot)
 	mustContain(t, err, `plugin "ordering" launcher hook #1 (cel) at GuestDefinition`, "cost limit")
 	if !errors.Is(err, celenv.ErrCostLimitExceeded) {
 		t.Errorf("error does not wrap celenv.ErrCostLimitExceeded: %v", err)

@@ -38,7 +38,7 @@ func TestHookFailureIsATypedHookError(t *testing.T) {
 	hangSocket := serve(t, root, "slow", "hook.sock", &sidecar{preBoot: hang})
 	// cancelled is a context cancelled as soon as the sidecar serving
 	// cancelSocket receives its call, as a migration abort would.
-	cancelled, cancel := context.WithCancel(context.Background())
+	cancelled, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cancelSocket := serve(t, root, "abort", "hook.sock", &sidecar{preBoot: func(ctx context.Context, req *hooksv1alpha1.PreBootRequest) (*hooksv1alpha1.PreBootResponse, error) {
 		cancel()
@@ -101,7 +101,7 @@ func TestHookFailureIsATypedHookError(t *testing.T) {
 			})
 			ctx := tc.ctx
 			if ctx == nil {
-				ctx = context.Background()
+				ctx = t.Context()
 			}
 			var err error
 			switch tc.point {

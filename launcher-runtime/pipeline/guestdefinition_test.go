@@ -28,7 +28,7 @@ func TestHooksRunInDeclarationOrderWithinPlugin(t *testing.T) {
 		sidecarHook(serve(t, root, "ordered", "three.sock", s3), gd),
 		celHook(celAppend("cel-4")),
 	)})
-	out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	out, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestPluginsRunAlphabetically(t *testing.T) {
 		plugin("bravo", sidecarHook(serve(t, root, "bravo", "hook.sock", sb), gd)),
 	}
 	p := newPipeline(t, root, plugins)
-	out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	out, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestLegacyHooksRunBeforePluginHooks(t *testing.T) {
 	legacy := &legacyHooks{tag: "legacy"}
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("plugin", celHook(celAppend("plugin")))},
 		func(o *pipeline.Options) { o.LegacyHooks = legacy })
-	out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	out, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestLegacyHookErrorFailsGuestDefinition(t *testing.T) {
 	p := newPipeline(t, socketRoot(t), nil, func(o *pipeline.Options) {
 		o.LegacyHooks = &legacyHooks{err: errors.New("hook sidecar crashed")}
 	})
-	_, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	_, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 	mustContain(t, err, "legacy hook sidecars at GuestDefinition", "hook sidecar crashed")
 }
 
@@ -123,7 +123,7 @@ func TestLegacyHookAnswerIsHandedOnAsBytes(t *testing.T) {
 	s := &sidecar{}
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("after-legacy", sidecarHook(serve(t, root, "after-legacy", "hook.sock", s), gd))},
 		func(o *pipeline.Options) { o.LegacyHooks = &legacyHooks{answer: answer} })
-	if _, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
+	if _, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.gdReqs) != 1 || !bytes.Equal(s.gdReqs[0].DomainXml, answer) {
@@ -133,7 +133,7 @@ func TestLegacyHookAnswerIsHandedOnAsBytes(t *testing.T) {
 	bad := newPipeline(t, root, nil, func(o *pipeline.Options) {
 		o.LegacyHooks = &legacyHooks{answer: []byte(`<domain type="kvm"><vcpu>many</vcpu></domain>`)}
 	})
-	_, err = bad.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	_, err = bad.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 	mustContain(t, err, "legacy hook sidecars at GuestDefinition", "invalid domain XML")
 }
 
@@ -145,7 +145,7 @@ func TestMigrationTargetResultDiscarded(t *testing.T) {
 		sidecarHook(serve(t, root, "target", "hook.sock", s), gd),
 	)})
 	in := testDomain(t)
-	out, err := p.GuestDefinition(context.Background(), testVMI(t), in, pipeline.MigrationTarget)
+	out, err := p.GuestDefinition(t.Context(), testVMI(t), in, pipeline.MigrationTarget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestBootResultUsedAndInputUntouched(t *testing.T) {
 		sidecarHook(serve(t, root, "boot", "hook.sock", s), gd),
 	)})
 	in := testDomain(t)
-	out, err := p.GuestDefinition(context.Background(), testVMI(t), in, pipeline.Boot)
+	out, err := p.GuestDefinition(t.Context(), testVMI(t), in, pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestSidecarReceivesVMIAsJSON(t *testing.T) {
 	root := socketRoot(t)
 	s := &sidecar{}
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("vmi", sidecarHook(serve(t, root, "vmi", "hook.sock", s), gd))})
-	if _, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
+	if _, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(s.gdReqs[0].Vmi), `"example.com/tuning":"cpu"`) {
@@ -228,7 +228,7 @@ func TestMalformedXMLFromSidecar(t *testing.T) {
 			h := sidecarHook(serve(t, root, "bad-xml", "hook.sock", s), gd)
 			h.FailureStrategy = tc.strategy
 			p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("bad-xml", celHook(celAppend("before")), h, celHook(celAppend("after")))})
-			out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+			out, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 			if tc.wantErr != "" {
 				mustContain(t, err, `plugin "bad-xml" launcher hook #1 (sidecar) at GuestDefinition`, tc.wantErr)
 				var he *pipeline.HookError
@@ -255,7 +255,7 @@ func TestLargeDomainFitsMessageLimit(t *testing.T) {
 	// gRPC's default limit is 4 MiB; a domain with many devices and a big
 	// metadata blob must still pass.
 	d.Metadata.XML = "<blob>" + strings.Repeat("x", 6<<20) + "</blob>"
-	out, err := p.GuestDefinition(context.Background(), testVMI(t), d, pipeline.Boot)
+	out, err := p.GuestDefinition(t.Context(), testVMI(t), d, pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestLargeDomainFitsMessageLimit(t *testing.T) {
 
 func TestInvocationContextMustBeKnown(t *testing.T) {
 	p := newPipeline(t, socketRoot(t), nil)
-	_, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), "Source")
+	_, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), "Source")
 	mustContain(t, err, `invocation context "Source"`)
 }
 
@@ -284,7 +284,7 @@ func TestCELHookEvaluationFailureFollowsStrategy(t *testing.T) {
 			h := failing
 			h.FailureStrategy = tc.strategy
 			p := newPipeline(t, socketRoot(t), []pluginv1alpha1.Plugin{plugin("cel-fail", h, celHook(celAppend("after")))})
-			out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+			out, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 			if tc.strategy == pluginv1alpha1.Fail {
 				mustContain(t, err, `plugin "cel-fail" launcher hook #0 (cel) at GuestDefinition`, "absent")
 				return
@@ -313,7 +313,7 @@ func TestUndecodableAnswerOfTheLastSidecarIsItsFailure(t *testing.T) {
 				plugin("a-first", celHook(celAppend("first"))),
 				plugin("b-last", withStrategy(sidecarHook(serve(t, root, "b-last", "hook.sock", s), gd), strategy)),
 			})
-			out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+			out, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 			if strategy == pluginv1alpha1.Fail {
 				mustContain(t, err, `plugin "b-last" launcher hook #0 (sidecar) at GuestDefinition: sidecar response: invalid domain XML`)
 				return
@@ -344,7 +344,7 @@ func TestSidecarChainPassesTheDomainXMLAsSent(t *testing.T) {
 		plugin("a", sidecarHook(serve(t, root, "a", "hook.sock", a), gd)),
 		plugin("b", sidecarHook(serve(t, root, "b", "hook.sock", b), gd)),
 	})
-	out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+	out, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestSidecarThatChangesNothingLeavesTheDomainUndecoded(t *testing.T) {
 	echo := &sidecar{} // answers the request's domain XML as it came
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("echo", sidecarHook(serve(t, root, "echo", "hook.sock", echo), gd))})
 	domain := testDomain(t)
-	out, err := p.GuestDefinition(context.Background(), testVMI(t), domain, pipeline.Boot)
+	out, err := p.GuestDefinition(t.Context(), testVMI(t), domain, pipeline.Boot)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,8 +70,7 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	if err == nil {
 		return c, nil
 	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
+	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 		if existing, ok := are.ExistingCollector.(C); ok {
 			return existing, nil
 		}

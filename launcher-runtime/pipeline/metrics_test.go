@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,11 +24,11 @@ func TestMetricsPerPluginHookPointAndOutcome(t *testing.T) {
 	// A second Pipeline on the same registry shares the collectors.
 	p2 := newPipeline(t, root, []pluginv1alpha1.Plugin{pl}, opts)
 	for _, pp := range []*pipeline.Pipeline{p, p2} {
-		if err := pp.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}); err != nil {
+		if err := pp.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
+	if _, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
 		t.Fatal(err)
 	}
 	families, err := reg.Gather()

@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -73,9 +72,9 @@ func TestPluginThatDoesNotCompileFailsOnlyItsOwnHooks(t *testing.T) {
 				t.Cleanup(func() { _ = p.Close() })
 				switch tc.point {
 				case gd:
-					_, err = p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+					_, err = p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 				case pb:
-					err = p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+					err = p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 				}
 				if strategy == pluginv1alpha1.Ignore {
 					if err != nil || good.calls() != 1 {
@@ -113,9 +112,9 @@ func TestPluginThatDoesNotCompileFailsOnlyItsOwnHooks(t *testing.T) {
 					other = gd
 				}
 				if other == pb {
-					err = p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+					err = p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 				} else {
-					_, err = p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+					_, err = p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 				}
 				if err != nil || good.calls() != 1 {
 					t.Errorf("at %s, where the broken plugin has no hook: got %v, %d calls of the other plugin", other, err, good.calls())

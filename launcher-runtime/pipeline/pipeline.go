@@ -229,8 +229,7 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			}
 			err := step(ctx, pl, h)
 			took := c.p.opts.Clock.Since(start)
-			var earlier *earlierHookFailed
-			if errors.As(err, &earlier) {
+			if earlier, ok := errors.AsType[*earlierHookFailed](err); ok {
 				return earlier.err
 			}
 			switch {

@@ -40,7 +40,7 @@ func TestPreBootSidecarsSeePreviousFiles(t *testing.T) {
 		plugin("beta", sidecarHook(serve(t, root, "beta", "hook.sock", second), pb)),
 		plugin("alpha", sidecarHook(serve(t, root, "alpha", "hook.sock", first), pb)),
 	})
-	err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{CloudInitISO: iso, EphemeralDiskDir: disks})
+	err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{CloudInitISO: iso, EphemeralDiskDir: disks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPreBootEphemeralDiskDirDefaults(t *testing.T) {
 	root := socketRoot(t)
 	s := &sidecar{}
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("defaults", sidecarHook(serve(t, root, "defaults", "hook.sock", s), pb))})
-	if err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}); err != nil {
+	if err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}); err != nil {
 		t.Fatal(err)
 	}
 	a := s.pbReqs[0].GetArtifacts()

@@ -49,7 +49,7 @@ func runPMS(t *testing.T, flags uint64, params *hooksv1alpha1.MigrationParams, h
 		lh = append(lh, sidecarHook(serve(t, root, "tuner", string(rune('a'+i))+".sock", s), pms))
 	}
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("tuner", lh...)})
-	return p.PreMigrationSource(context.Background(), testVMI(t), flags, params)
+	return p.PreMigrationSource(t.Context(), testVMI(t), flags, params)
 }
 
 func TestEmptyResponseChangesNothing(t *testing.T) {
@@ -158,7 +158,7 @@ func TestIgnoreKeepsPreviousSuccessfulResult(t *testing.T) {
 		}}), pms)),
 		sidecarHook(serve(t, root, "tuner", "d.sock", third), pms),
 	)})
-	res, err := p.PreMigrationSource(context.Background(), testVMI(t), virMigrateLive, baseParams())
+	res, err := p.PreMigrationSource(t.Context(), testVMI(t), virMigrateLive, baseParams())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestAbortCancelsHookContext(t *testing.T) {
 		return nil, ctx.Err()
 	}}
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("slow", ignore(sidecarHook(serve(t, root, "slow", "hook.sock", hang), pms)))})
-	ctx, abort := context.WithCancel(context.Background())
+	ctx, abort := context.WithCancel(t.Context())
 	go func() {
 		<-started
 		abort()
@@ -241,7 +241,7 @@ func TestPostCopyBitExposed(t *testing.T) {
 func TestNoHooksReturnsInputConfiguration(t *testing.T) {
 	p := newPipeline(t, socketRoot(t), nil)
 	in := baseParams()
-	res, err := p.PreMigrationSource(context.Background(), testVMI(t), virMigrateLive, in)
+	res, err := p.PreMigrationSource(t.Context(), testVMI(t), virMigrateLive, in)
 	if err != nil {
 		t.Fatal(err)
 	}

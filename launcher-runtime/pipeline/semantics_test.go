@@ -46,10 +46,10 @@ func TestConditionsPluginThenHookBothMustHold(t *testing.T) {
 				withCondition(celHook(celAppend("cel")), tc.hookCondition))
 			pl.Spec.Condition = tc.pluginCondition
 			p := newPipeline(t, root, []pluginv1alpha1.Plugin{pl})
-			if err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}); err != nil {
+			if err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}); err != nil {
 				t.Fatal(err)
 			}
-			out, err := p.GuestDefinition(context.Background(), testVMI(t), testDomain(t), pipeline.Boot)
+			out, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestConditionErrorFailsWhateverStrategy(t *testing.T) {
 			pl.Spec.Condition = tc.pluginCondition
 			pl.Spec.FailureStrategy = pluginv1alpha1.Ignore
 			p := newPipeline(t, root, []pluginv1alpha1.Plugin{pl})
-			err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+			err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 			mustContain(t, err, tc.wantErr, "no-such-label")
 			if s.calls() != 0 {
 				t.Errorf("sidecar called although its condition failed")
@@ -112,7 +112,7 @@ func TestFailureStrategyHookOverridesPlugin(t *testing.T) {
 			pl := plugin("strategy", h, sidecarHook(serve(t, root, "strategy", "after.sock", after), pb))
 			pl.Spec.FailureStrategy = tc.pluginStrategy
 			p := newPipeline(t, root, []pluginv1alpha1.Plugin{pl})
-			err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+			err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 			if tc.wantFail {
 				mustContain(t, err, `plugin "strategy" launcher hook #0 (sidecar) at PreBoot`, "disk full")
 				if after.calls() != 0 {
@@ -136,7 +136,7 @@ func TestSidecarErrorNamesPluginHookAndPoint(t *testing.T) {
 		celHook(celAppend("x")),
 		sidecarHook(serve(t, root, "named", "hook.sock", failingPreBoot("cannot rewrite the ISO")), pb))
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{pl})
-	err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+	err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 	mustContain(t, err, `plugin "named" launcher hook #1 (sidecar) at PreBoot: `, "cannot rewrite the ISO")
 	if st, ok := status.FromError(err); !ok || st.Code() != codes.Internal {
 		t.Errorf("the gRPC status is not wrapped: %v", err)
@@ -161,7 +161,7 @@ func TestDefaultTimeout30s(t *testing.T) {
 			}
 			p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("timeout", h)})
 			before := time.Now()
-			if err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}); err != nil {
+			if err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}); err != nil {
 				t.Fatal(err)
 			}
 			after := time.Now()
@@ -192,7 +192,7 @@ func TestSidecarHangsPastTimeout(t *testing.T) {
 			h := withTimeout(sidecarHook(serve(t, root, "hang", "hang.sock", hang), pb), 200*time.Millisecond)
 			h.FailureStrategy = strategy
 			p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("hang", h, sidecarHook(serve(t, root, "hang", "after.sock", after), pb))})
-			err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+			err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 			if strategy == pluginv1alpha1.Fail {
 				mustContain(t, err, `plugin "hang" launcher hook #0 (sidecar) at PreBoot`, "timeout 200ms")
 				if status.Code(err) != codes.DeadlineExceeded {
@@ -210,7 +210,7 @@ func TestSidecarHangsPastTimeout(t *testing.T) {
 
 func TestContextCancelledMidChain(t *testing.T) {
 	root := socketRoot(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	started := make(chan struct{})
 	first := &sidecar{preBoot: func(ctx context.Context, _ *hooksv1alpha1.PreBootRequest) (*hooksv1alpha1.PreBootResponse, error) {
@@ -242,7 +242,7 @@ func TestCancelledContextStartsNoHook(t *testing.T) {
 	root := socketRoot(t)
 	s := &sidecar{}
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("never", sidecarHook(serve(t, root, "never", "hook.sock", s), pb))})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	err := p.PreBoot(ctx, testVMI(t), pipeline.Artifacts{})
 	mustContain(t, err, `plugin "never" launcher hook #0 (sidecar) at PreBoot`, "not started")
@@ -262,7 +262,7 @@ func TestSocketNeverAppears(t *testing.T) {
 				plugin("missing", h),
 				plugin("present", sidecarHook(serve(t, root, "present", "hook.sock", after), pb)),
 			}, func(o *pipeline.Options) { o.SocketWaitBudget = 150 * time.Millisecond })
-			err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+			err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 			if strategy == pluginv1alpha1.Fail {
 				mustContain(t, err, `plugin "missing" launcher hook #0 (sidecar) at PreBoot`, "did not appear within the 150ms socket wait budget")
 				return
@@ -280,7 +280,7 @@ func TestSocketAppearingDuringWaitIsUsed(t *testing.T) {
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("late", sidecarHook(declared("late", "hook.sock"), pb))},
 		func(o *pipeline.Options) { o.SocketWaitBudget = time.Minute })
 	done := make(chan error, 1)
-	go func() { done <- p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}) }()
+	go func() { done <- p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}) }()
 	// The pipeline is now waiting (or about to); the sidecar starts late.
 	serve(t, root, "late", "hook.sock", s)
 	if err := <-done; err != nil {
@@ -308,7 +308,7 @@ func TestSharedSocketWaitBudget(t *testing.T) {
 		o.SocketWaitBudget = 0 // the default, 30s
 	})
 	done := make(chan error, 1)
-	go func() { done <- p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}) }()
+	go func() { done <- p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}) }()
 	var advanced time.Duration
 	for {
 		select {
@@ -374,7 +374,7 @@ func TestSocketSymlinkRejectedAtDial(t *testing.T) {
 				file = "sub/hook.sock"
 			}
 			p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("linked", sidecarHook(declared("linked", file), pb))})
-			err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+			err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 			mustContain(t, err, `plugin "linked" launcher hook #0 (sidecar) at PreBoot`, "is a symlink")
 			if s.calls() != 0 {
 				t.Errorf("the sidecar behind the symlink was called")
@@ -393,7 +393,7 @@ func TestSocketRootSymlinkIsResolved(t *testing.T) {
 	s := &sidecar{}
 	serve(t, real, "rooted", "hook.sock", s)
 	p := newPipeline(t, link, []pluginv1alpha1.Plugin{plugin("rooted", sidecarHook(declared("rooted", "hook.sock"), pb))})
-	if err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}); err != nil {
+	if err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}); err != nil {
 		t.Fatal(err)
 	}
 	if s.calls() != 1 {
@@ -410,7 +410,7 @@ func TestHooksNotHandlingThePointAreNotCalled(t *testing.T) {
 			// Its socket never appears, but PreBoot must not wait for it.
 			sidecarHook(declared("mixed", "absent.sock"), gd)),
 	}, func(o *pipeline.Options) { o.SocketWaitBudget = time.Hour })
-	if err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}); err != nil {
+	if err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}); err != nil {
 		t.Fatal(err)
 	}
 	if s.calls() != 0 {

@@ -96,7 +96,7 @@ func TestStaleSocketIsWaitedForUntilTheSidecarListens(t *testing.T) {
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("restarting", sidecarHook(socket, pb))},
 		func(o *pipeline.Options) { o.SocketWaitBudget = 30 * time.Second })
 	done := make(chan error, 1)
-	go func() { done <- p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{}) }()
+	go func() { done <- p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}) }()
 	select {
 	case err := <-done:
 		t.Fatalf("the hook ended before the sidecar listened: %v", err)
@@ -125,7 +125,7 @@ func TestStaleSocketNeverServedSaysNothingListens(t *testing.T) {
 				plugin("dead", withStrategy(sidecarHook(socket, pb), strategy)),
 				plugin("later", sidecarHook(serve(t, root, "later", "hook.sock", after), pb)),
 			}, func(o *pipeline.Options) { o.SocketWaitBudget = 300 * time.Millisecond })
-			err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+			err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 			if strategy == pluginv1alpha1.Ignore {
 				if err != nil || after.calls() != 1 {
 					t.Fatalf("Ignore: want the dead sidecar skipped, got %v, %d calls of the next one", err, after.calls())
@@ -153,18 +153,18 @@ func TestOneConnectionPerSidecarForTheLifeOfThePipeline(t *testing.T) {
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("kept", sidecarHook(declared("kept", "hook.sock"), gd, pb, pms))})
 	t.Cleanup(func() { _ = p.Close() })
 	vmi := testVMI(t)
-	if err := p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}); err != nil {
+	if err := p.PreBoot(t.Context(), vmi, pipeline.Artifacts{}); err != nil {
 		t.Fatal(err)
 	}
 	first := sp.lis.accepted.Load()
 	for range 3 {
-		if _, err := p.GuestDefinition(context.Background(), vmi, testDomain(t), pipeline.Boot); err != nil {
+		if _, err := p.GuestDefinition(t.Context(), vmi, testDomain(t), pipeline.Boot); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}); err != nil {
+		if err := p.PreBoot(t.Context(), vmi, pipeline.Artifacts{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.PreMigrationSource(context.Background(), vmi, 0, nil); err != nil {
+		if _, err := p.PreMigrationSource(t.Context(), vmi, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,7 +174,7 @@ func TestOneConnectionPerSidecarForTheLifeOfThePipeline(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}); err == nil {
+	if err := p.PreBoot(t.Context(), vmi, pipeline.Artifacts{}); err == nil {
 		t.Errorf("a closed pipeline still called its sidecar")
 	}
 }
@@ -201,19 +201,19 @@ func TestSidecarRestartBetweenCallsIsRedialed(t *testing.T) {
 			// Several restarts, so that some calls find a connection the
 			// client does not know is broken yet.
 			for i := range 10 {
-				if err := p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}); err != nil {
+				if err := p.PreBoot(t.Context(), vmi, pipeline.Artifacts{}); err != nil {
 					t.Fatalf("call %d: %v", i, err)
 				}
 				sp.srv.Stop()
 				next := &sidecar{}
 				if tc.down == 0 {
 					sp = start(t, root, "restart", "hook.sock", next)
-					if err := p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}); err != nil {
+					if err := p.PreBoot(t.Context(), vmi, pipeline.Artifacts{}); err != nil {
 						t.Fatalf("call after restart %d: %v", i, err)
 					}
 				} else {
 					done := make(chan error, 1)
-					go func() { done <- p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}) }()
+					go func() { done <- p.PreBoot(t.Context(), vmi, pipeline.Artifacts{}) }()
 					time.Sleep(tc.down)
 					sp = start(t, root, "restart", "hook.sock", next)
 					if err := <-done; err != nil {
@@ -244,7 +244,7 @@ func TestSidecarUnavailableStatusIsItsAnswer(t *testing.T) {
 	t.Cleanup(func() { _ = p.Close() })
 	var accepted int32
 	for i := range 3 {
-		err := p.PreBoot(context.Background(), testVMI(t), pipeline.Artifacts{})
+		err := p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{})
 		if status.Code(err) != codes.Unavailable {
 			t.Fatalf("want the sidecar's Unavailable, got %v", err)
 		}
@@ -283,7 +283,7 @@ func TestConcurrentCallsShareTheSidecarConnection(t *testing.T) {
 	vmi := testVMI(t)
 	errs := make(chan error, n)
 	for range n {
-		go func() { errs <- p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}) }()
+		go func() { errs <- p.PreBoot(t.Context(), vmi, pipeline.Artifacts{}) }()
 	}
 	for range n {
 		select {
@@ -299,7 +299,7 @@ func TestConcurrentCallsShareTheSidecarConnection(t *testing.T) {
 		}
 	}
 	accepted := sp.lis.accepted.Load()
-	if err := p.PreBoot(context.Background(), vmi, pipeline.Artifacts{}); err != nil {
+	if err := p.PreBoot(t.Context(), vmi, pipeline.Artifacts{}); err != nil {
 		t.Fatal(err)
 	}
 	if sp.lis.accepted.Load() != accepted {

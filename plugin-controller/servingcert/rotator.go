@@ -233,7 +233,7 @@ func (r *Rotator) currentCA(ctx context.Context, now time.Time) (*keyPair, error
 // update (Conflict) reads the winner's CA.
 func (r *Rotator) sharedCA(ctx context.Context, now time.Time) (*keyPair, error) {
 	key := *r.opts.CASecret
-	for attempt := 0; attempt < 3; attempt++ {
+	for range 3 {
 		var secret corev1.Secret
 		err := r.opts.Client.Get(ctx, key, &secret)
 		if err != nil && !apierrors.IsNotFound(err) {

@@ -62,7 +62,7 @@ func newHarness(t *testing.T, caValidity, certValidity, renewBefore time.Duratio
 
 func (h *harness) ensure() {
 	h.t.Helper()
-	if err := h.r.Ensure(context.Background()); err != nil {
+	if err := h.r.Ensure(h.t.Context()); err != nil {
 		h.t.Fatalf("Ensure at %v: %v", h.clock.Now(), err)
 	}
 }
@@ -92,7 +92,7 @@ func parseFiles(dir, cert, key string) (*keyPair, error) {
 func (h *harness) bundles() [][]*x509.Certificate {
 	h.t.Helper()
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := h.client.Get(context.Background(), client.ObjectKey{Name: vwcName}, &vwc); err != nil {
+	if err := h.client.Get(h.t.Context(), client.ObjectKey{Name: vwcName}, &vwc); err != nil {
 		h.t.Fatal(err)
 	}
 	var out [][]*x509.Certificate
@@ -212,7 +212,7 @@ func TestCertificateIsReissuedForChangedDNSNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Ensure(context.Background()); err != nil {
+	if err := r.Ensure(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.serving(); got.Equal(first) || got.DNSNames[0] != "other.kubevirt.svc" {
@@ -222,7 +222,7 @@ func TestCertificateIsReissuedForChangedDNSNames(t *testing.T) {
 
 func TestStartRenewsOnTheCheckInterval(t *testing.T) {
 	h := newHarness(t, 10*time.Hour, time.Hour, 20*time.Minute)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- h.r.Start(ctx) }()
 	defer func() {
@@ -271,13 +271,13 @@ func TestReplicasSharingTheCASecretAreTrustedByOneBundle(t *testing.T) {
 	}
 	for range 3 { // each replica checks again: nothing may change
 		for _, r := range replicas {
-			if err := r.Ensure(context.Background()); err != nil {
+			if err := r.Ensure(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := h.client.Get(context.Background(), client.ObjectKey{Name: vwcName}, &vwc); err != nil {
+	if err := h.client.Get(t.Context(), client.ObjectKey{Name: vwcName}, &vwc); err != nil {
 		t.Fatal(err)
 	}
 	bundle := parseBundle(vwc.Webhooks[0].ClientConfig.CABundle)
@@ -300,11 +300,11 @@ func TestReplicasSharingTheCASecretAreTrustedByOneBundle(t *testing.T) {
 	// follows instead of making its own, and the bundle keeps both CAs.
 	h.clock.Step(9*time.Hour + 30*time.Minute)
 	for _, r := range replicas {
-		if err := r.Ensure(context.Background()); err != nil {
+		if err := r.Ensure(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := h.client.Get(context.Background(), client.ObjectKey{Name: vwcName}, &vwc); err != nil {
+	if err := h.client.Get(t.Context(), client.ObjectKey{Name: vwcName}, &vwc); err != nil {
 		t.Fatal(err)
 	}
 	if got := parseBundle(vwc.Webhooks[0].ClientConfig.CABundle); len(got) != 2 || !got[1].Equal(bundle[0]) {

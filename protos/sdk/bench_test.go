@@ -41,7 +41,7 @@ func BenchmarkGuestDefinitionOverSocket(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := cl.GuestDefinition(context.Background(), req); err != nil {
+		if _, err := cl.GuestDefinition(b.Context(), req); err != nil {
 			b.Fatal(err)
 		}
 	}

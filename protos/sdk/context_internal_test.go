@@ -28,7 +28,7 @@ var vmiJSON = []byte(`{"metadata":{"namespace":"ns1","name":"vm1"}}`)
 func TestCancelledRequestDoesNotReachHandler(t *testing.T) {
 	h := &countingPreBoot{}
 	svc := &launcherService{plugin: "demo", handler: h}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := svc.PreBoot(ctx, &hooksv1alpha1.PreBootRequest{Vmi: vmiJSON})
 	if status.Code(err) != codes.Canceled || h.calls != 0 {
@@ -37,7 +37,7 @@ func TestCancelledRequestDoesNotReachHandler(t *testing.T) {
 }
 
 func TestResultAfterCallerGaveUpIsContextError(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	h := &countingPreBoot{cancel: cancel}
 	svc := &launcherService{plugin: "demo", handler: h}

@@ -46,17 +46,17 @@ func (c *MigrationChanges) ClearFlags(f MigrationFlags) *MigrationChanges {
 
 // SetString sets a string parameter by libvirt name.
 func (c *MigrationChanges) SetString(name, value string) *MigrationChanges {
-	return c.setWrapper(name, ParamKindString, &hooksv1alpha1.StringParam{Value: proto.String(value)})
+	return c.setWrapper(name, ParamKindString, &hooksv1alpha1.StringParam{Value: new(value)})
 }
 
 // SetUint64 sets an unsigned 64-bit parameter by libvirt name.
 func (c *MigrationChanges) SetUint64(name string, value uint64) *MigrationChanges {
-	return c.setWrapper(name, ParamKindUint64, &hooksv1alpha1.Uint64Param{Value: proto.Uint64(value)})
+	return c.setWrapper(name, ParamKindUint64, &hooksv1alpha1.Uint64Param{Value: new(value)})
 }
 
 // SetInt sets a signed (C int) parameter by libvirt name.
 func (c *MigrationChanges) SetInt(name string, value int32) *MigrationChanges {
-	return c.setWrapper(name, ParamKindInt, &hooksv1alpha1.IntParam{Value: proto.Int32(value)})
+	return c.setWrapper(name, ParamKindInt, &hooksv1alpha1.IntParam{Value: new(value)})
 }
 
 // SetList replaces a string list parameter by libvirt name. An empty list

@@ -24,7 +24,7 @@ func (f nodeFunc) ExecuteNodeHook(ctx context.Context, r *sdk.NodeHookRequest) e
 func TestServeNodeHooksCreatesSocketDirAndDecodesRequest(t *testing.T) {
 	path := filepath.Join(shortDir(t), "plugins", "rec.sock")
 	var got *sdk.NodeHookRequest
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	srv, err := sdk.NewNodeServer(path, nodeFunc(func(_ context.Context, r *sdk.NodeHookRequest) error { got = r; return nil }))
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestServeNodeHooksCreatesSocketDirAndDecodesRequest(t *testing.T) {
 	}
 	defer conn.Close()
 	cl := hooksv1alpha1.NewNodeHookServiceClient(conn)
-	_, err = cl.ExecuteNodeHook(context.Background(), &hooksv1alpha1.ExecuteNodeHookRequest{
+	_, err = cl.ExecuteNodeHook(t.Context(), &hooksv1alpha1.ExecuteNodeHookRequest{
 		HookPoint: "PostVMStart", Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil), NodeContext: &hooksv1alpha1.NodeContext{NodeName: "node01"},
 	})
 	if err != nil {
@@ -49,7 +49,7 @@ func TestServeNodeHooksCreatesSocketDirAndDecodesRequest(t *testing.T) {
 	if got.HookPoint != sdk.NodeHookPostVMStart || got.NodeName != "node01" || got.VMI.Name != "vm1" {
 		t.Errorf("request = %+v", got)
 	}
-	_, err = cl.ExecuteNodeHook(context.Background(), &hooksv1alpha1.ExecuteNodeHookRequest{HookPoint: "PreBoot", Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)})
+	_, err = cl.ExecuteNodeHook(t.Context(), &hooksv1alpha1.ExecuteNodeHookRequest{HookPoint: "PreBoot", Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("unknown hook point answered %v, want InvalidArgument", err)
 	}

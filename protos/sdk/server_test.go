@@ -47,10 +47,10 @@ func start(t *testing.T, root string, handler any, opts ...sdk.Option) *serving 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	s := &serving{srv: srv, cancel: cancel, done: make(chan error, 1)}
 	go func() { s.done <- srv.Serve(ctx) }()
-	t.Cleanup(func() { s.stop() })
+	t.Cleanup(func() { _ = s.stop() })
 	return s
 }
 
@@ -161,7 +161,7 @@ func TestServeRejectsHandlerWithoutHooks(t *testing.T) {
 func TestServeRegistersOnlyImplementedRPCs(t *testing.T) {
 	s := start(t, shortDir(t), preBootFunc(func(context.Context, *sdk.PreBootRequest) error { return nil }))
 	cl := client(t, s.srv.SocketPath())
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := cl.PreBoot(ctx, &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)}); err != nil {
 		t.Errorf("PreBoot: %v", err)
 	}
@@ -189,7 +189,7 @@ func TestServeRemovesStaleSocket(t *testing.T) {
 	l.SetUnlinkOnClose(false)
 	_ = l.Close() // the file stays, nobody answers: a crashed server's socket
 	s := start(t, root, preBootFunc(func(context.Context, *sdk.PreBootRequest) error { return nil }))
-	if _, err := client(t, s.srv.SocketPath()).PreBoot(context.Background(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)}); err != nil {
+	if _, err := client(t, s.srv.SocketPath()).PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)}); err != nil {
 		t.Fatalf("PreBoot over the replaced socket: %v", err)
 	}
 }
@@ -223,7 +223,7 @@ func TestGracefulStopLetsInFlightCallFinish(t *testing.T) {
 	cl := client(t, s.srv.SocketPath())
 	result := make(chan error, 1)
 	go func() {
-		_, err := cl.PreBoot(context.Background(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)})
+		_, err := cl.PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)})
 		result <- err
 	}()
 	<-entered
@@ -251,11 +251,11 @@ func TestRecoveryInterceptorTurnsPanicIntoError(t *testing.T) {
 		return r.Domain, nil
 	}))
 	cl := client(t, s.srv.SocketPath())
-	_, err := cl.GuestDefinition(context.Background(), gdRequest(nil))
+	_, err := cl.GuestDefinition(t.Context(), gdRequest(nil))
 	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "plugin demo") {
 		t.Fatalf("panicking handler answered %v, want Internal naming the plugin and the panic", err)
 	}
-	if _, err := cl.GuestDefinition(context.Background(), gdRequest(nil)); err != nil {
+	if _, err := cl.GuestDefinition(t.Context(), gdRequest(nil)); err != nil {
 		t.Fatalf("server after a panic: %v", err)
 	}
 }
@@ -267,7 +267,7 @@ func TestHandlerReceivesDecodedRequest(t *testing.T) {
 		r.Domain.Description = "seen"
 		return r.Domain, nil
 	}))
-	resp, err := client(t, s.srv.SocketPath()).GuestDefinition(context.Background(), gdRequest(map[string]string{"a": "b"}))
+	resp, err := client(t, s.srv.SocketPath()).GuestDefinition(t.Context(), gdRequest(map[string]string{"a": "b"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestNilDomainKeepsRequestDomain(t *testing.T) {
 	s := start(t, shortDir(t), guestDefFunc(func(context.Context, *sdk.GuestDefinitionRequest) (*libvirtxml.Domain, error) {
 		return nil, nil
 	}))
-	resp, err := client(t, s.srv.SocketPath()).GuestDefinition(context.Background(), gdRequest(nil))
+	resp, err := client(t, s.srv.SocketPath()).GuestDefinition(t.Context(), gdRequest(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestUndecodableRequestIsInvalidArgument(t *testing.T) {
 		"domain no XML": {DomainXml: []byte("<domain"), Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)},
 	}
 	for name, req := range cases {
-		if _, err := cl.GuestDefinition(context.Background(), req); status.Code(err) != codes.InvalidArgument {
+		if _, err := cl.GuestDefinition(t.Context(), req); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("%s: answered %v, want InvalidArgument", name, err)
 		}
 	}
@@ -324,7 +324,7 @@ func TestHandlerErrorNamesPluginHookPointAndVMI(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := start(t, shortDir(t), preBootFunc(func(context.Context, *sdk.PreBootRequest) error { return tc.err }))
-			_, err := client(t, s.srv.SocketPath()).PreBoot(context.Background(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)})
+			_, err := client(t, s.srv.SocketPath()).PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)})
 			if status.Code(err) != tc.wantCode {
 				t.Fatalf("code = %v, want %v", status.Code(err), tc.wantCode)
 			}
@@ -340,7 +340,7 @@ func TestHandlerErrorNamesPluginHookPointAndVMI(t *testing.T) {
 func TestPreBootReceivesArtifacts(t *testing.T) {
 	var got *sdk.PreBootRequest
 	s := start(t, shortDir(t), preBootFunc(func(_ context.Context, r *sdk.PreBootRequest) error { got = r; return nil }))
-	_, err := client(t, s.srv.SocketPath()).PreBoot(context.Background(), &hooksv1alpha1.PreBootRequest{
+	_, err := client(t, s.srv.SocketPath()).PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{
 		Vmi:       sdktest.VMIJSON("ns1", "vm1", nil, nil),
 		Artifacts: &hooksv1alpha1.BootArtifacts{CloudInitIso: "/e/cloud-init.iso", EphemeralDiskDir: "/e"},
 	})
@@ -361,7 +361,7 @@ func TestPreMigrationSourceReturnsChanges(t *testing.T) {
 		return sdk.NewMigrationChanges().SetFlags(sdk.MigrateParallel).ClearFlags(sdk.MigratePostcopy).SetParallelConnections(4), nil
 	}))
 	two := int32(2)
-	resp, err := client(t, s.srv.SocketPath()).PreMigrationSource(context.Background(), &hooksv1alpha1.PreMigrationSourceRequest{
+	resp, err := client(t, s.srv.SocketPath()).PreMigrationSource(t.Context(), &hooksv1alpha1.PreMigrationSourceRequest{
 		Vmi:    sdktest.VMIJSON("ns1", "vm1", nil, nil),
 		Flags:  uint64(sdk.MigrateLive | sdk.MigratePostcopy),
 		Params: &hooksv1alpha1.MigrationParams{ParallelConnections: &hooksv1alpha1.IntParam{Value: &two}},
@@ -381,7 +381,7 @@ func TestPreMigrationSourceNilChangesIsEmptyResponse(t *testing.T) {
 	s := start(t, shortDir(t), preMigrationFunc(func(context.Context, *sdk.PreMigrationSourceRequest) (*sdk.MigrationChanges, error) {
 		return nil, nil
 	}))
-	resp, err := client(t, s.srv.SocketPath()).PreMigrationSource(context.Background(), &hooksv1alpha1.PreMigrationSourceRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil), Flags: 1})
+	resp, err := client(t, s.srv.SocketPath()).PreMigrationSource(t.Context(), &hooksv1alpha1.PreMigrationSourceRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil), Flags: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestMetricsRegisteredWithRegisterer(t *testing.T) {
 	s := start(t, shortDir(t), guestDefFunc(func(_ context.Context, r *sdk.GuestDefinitionRequest) (*libvirtxml.Domain, error) {
 		return r.Domain, nil
 	}), sdk.WithRegisterer(reg))
-	if _, err := client(t, s.srv.SocketPath()).GuestDefinition(context.Background(), gdRequest(nil)); err != nil {
+	if _, err := client(t, s.srv.SocketPath()).GuestDefinition(t.Context(), gdRequest(nil)); err != nil {
 		t.Fatal(err)
 	}
 	families, err := reg.Gather()
@@ -431,7 +431,7 @@ func TestLoggingInterceptorLogsCalls(t *testing.T) {
 		lines = append(lines, args)
 	}, funcr.Options{})
 	s := start(t, shortDir(t), preBootFunc(func(context.Context, *sdk.PreBootRequest) error { return nil }), sdk.WithLogger(log))
-	if _, err := client(t, s.srv.SocketPath()).PreBoot(context.Background(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)}); err != nil {
+	if _, err := client(t, s.srv.SocketPath()).PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)}); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.stop()

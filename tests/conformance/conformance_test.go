@@ -151,7 +151,7 @@ func start(t *testing.T, socket string, env []string, name string, args ...strin
 			}
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // only waits for the exit; the process was stopped on purpose
 			t.Errorf("%s did not stop within 15s of SIGTERM\n%s", name, logs.String())
 		}
 		if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {

@@ -30,8 +30,7 @@ func TestPythonSampleImagePassesConformance(t *testing.T) {
 	}
 	out, err := exec.Command("bash", script, pythonSample).Output()
 	if err != nil {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
+		if exit, ok := errors.AsType[*exec.ExitError](err); ok {
 			t.Fatalf("%s: %v\n%s", script, err, exit.Stderr)
 		}
 		t.Fatalf("%s: %v", script, err)
@@ -44,7 +43,7 @@ func TestPythonSampleImagePassesConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	docker.NoReaper()
-	ctx := context.Background()
+	ctx := t.Context()
 	ctr, err := testcontainers.Run(ctx, image,
 		testcontainers.WithLogger(tclog.TestLogger(t)),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
@@ -52,7 +51,7 @@ func TestPythonSampleImagePassesConformance(t *testing.T) {
 		}))
 	if err != nil {
 		if ctr != nil {
-			_ = ctr.Terminate(context.Background())
+			_ = ctr.Terminate(t.Context())
 		}
 		t.Fatalf("run %s: %v", image, err)
 	}
@@ -60,7 +59,7 @@ func TestPythonSampleImagePassesConformance(t *testing.T) {
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
-			_ = ctr.Terminate(context.Background())
+			_ = ctr.Terminate(context.WithoutCancel(t.Context()))
 		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
@@ -97,7 +96,7 @@ func TestPythonSampleImagePassesConformance(t *testing.T) {
 		t.Errorf("the sidecar left its socket %s behind", socket)
 	}
 	stopped = true
-	if err := ctr.Terminate(context.Background()); err != nil {
+	if err := ctr.Terminate(t.Context()); err != nil {
 		t.Errorf("terminate: %v", err)
 	}
 }

@@ -43,7 +43,7 @@ func BenchmarkPluginsReady(b *testing.B) {
 			b.Fatalf("CONTROLLER_BENCH_PLUGINS=%q: want a positive number", v)
 		}
 	}
-	ctx := context.Background()
+	ctx := b.Context()
 	for round := range b.N {
 		b.StopTimer()
 		prefix := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), round)

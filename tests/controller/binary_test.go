@@ -44,7 +44,7 @@ var rbacOnce sync.Once
 func controllerKubeconfig(t *testing.T) string {
 	t.Helper()
 	rbacOnce.Do(func() {
-		if err := admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := admin.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 		applyManifest(t, "deploy", "controller", "rbac", "role.yaml")
@@ -128,7 +128,7 @@ func (rb *runningBinary) start(t *testing.T, name, path string, args []string) *
 			}
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-done //nolint:errcheck // only waits for the exit; the process was stopped on purpose
 			t.Errorf("%s did not stop on SIGTERM; logs:\n%s", name, rb.logs)
 		}
 		if strings.Contains(strings.ToLower(rb.logs.String()), "forbidden") {
@@ -168,7 +168,7 @@ func pemCerts(t *testing.T, bundle []byte) [][]byte {
 }
 
 func TestBinaryWithSelfSignedCertsPublishesTheCAAndServesWithIt(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var before admissionregistrationv1.ValidatingWebhookConfiguration
 	if err := admin.Get(ctx, client.ObjectKey{Name: "plugin-controller"}, &before); err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ var caSecret = client.ObjectKey{Namespace: controllerNamespace, Name: "plugin-co
 func sharedCA(t *testing.T) *x509.Certificate {
 	t.Helper()
 	var s corev1.Secret
-	if err := admin.Get(context.Background(), caSecret, &s); err != nil {
+	if err := admin.Get(t.Context(), caSecret, &s); err != nil {
 		t.Fatalf("reading the CA Secret: %v", err)
 	}
 	certs := pemCerts(t, s.Data["ca.crt"])
@@ -277,9 +277,9 @@ func servedBy(rb *runningBinary, roots *x509.CertPool) error {
 
 // bothTrustedByTheBundle: the caBundle of the configuration trusts the
 // serving certificates of every replica.
-func bothTrustedByTheBundle(replicas ...*runningBinary) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+func bothTrustedByTheBundle(ctx context.Context, replicas ...*runningBinary) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := admin.Get(context.Background(), client.ObjectKey{Name: "plugin-controller"}, &vwc); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Name: "plugin-controller"}, &vwc); err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
@@ -309,7 +309,7 @@ func TestTwoReplicasServeTheWebhookWithOneSharedCAAndTheBundleStaysStable(t *tes
 	const interval = 200 * time.Millisecond
 	replicas := startReplicas(t, "--webhook-cert-check-interval", interval.String())
 	eventually(t, 30*time.Second, func() error {
-		_, err := bothTrustedByTheBundle(replicas...)
+		_, err := bothTrustedByTheBundle(t.Context(), replicas...)
 		return err
 	})
 	// Both serving certificates are signed by the one CA in the Secret.
@@ -322,12 +322,12 @@ func TestTwoReplicasServeTheWebhookWithOneSharedCAAndTheBundleStaysStable(t *tes
 	}
 	// Many checks later, by both replicas, nobody has written the
 	// configuration again.
-	before, err := bothTrustedByTheBundle(replicas...)
+	before, err := bothTrustedByTheBundle(t.Context(), replicas...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(15 * interval)
-	after, err := bothTrustedByTheBundle(replicas...)
+	after, err := bothTrustedByTheBundle(t.Context(), replicas...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestTwoReplicasServeTheWebhookWithOneSharedCAAndTheBundleStaysStable(t *tes
 }
 
 func TestCABundleIsInjectedAsSoonAsTheWebhookConfigurationIsCreated(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	var saved admissionregistrationv1.ValidatingWebhookConfiguration
 	if err := admin.Get(ctx, client.ObjectKey{Name: "plugin-controller"}, &saved); err != nil {
 		t.Fatal(err)
@@ -364,7 +364,7 @@ func TestCABundleIsInjectedAsSoonAsTheWebhookConfigurationIsCreated(t *testing.T
 	}
 	created := time.Now()
 	eventually(t, 15*time.Second, func() error {
-		_, err := bothTrustedByTheBundle(replicas...)
+		_, err := bothTrustedByTheBundle(t.Context(), replicas...)
 		return err
 	})
 	t.Logf("caBundle trusted both replicas %s after the configuration was created", time.Since(created).Round(time.Millisecond))

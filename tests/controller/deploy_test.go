@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -53,7 +52,7 @@ func kinds(objs []*unstructured.Unstructured) []string {
 }
 
 func TestDeployKustomizationIsAcceptedByTheAPIServer(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -78,7 +77,7 @@ func TestDeployKustomizationIsAcceptedByTheAPIServer(t *testing.T) {
 // HTTPS Service and the metrics-reader ClusterRole), and the API server
 // accepts all of it.
 func TestLabelSyncerKustomizationIsAcceptedByTheAPIServer(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -158,7 +157,7 @@ func dryRunApply(t *testing.T, objs []*unstructured.Unstructured) {
 		if o.GetKind() == "ValidatingWebhookConfiguration" {
 			o.SetName(o.GetName() + "-dry-run")
 		}
-		err := admin.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(o),
+		err := admin.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(o),
 			client.DryRunAll, client.FieldOwner("deploy-test"), client.ForceOwnership)
 		if err != nil {
 			t.Errorf("%s %s refused: %v", o.GetKind(), o.GetName(), err)

@@ -74,7 +74,7 @@ func run(m *testing.M) int {
 	defer func() { _ = server.Stop() }()
 	admin = server.Client
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // TestMain has no *testing.T; cancelled when the package's tests end
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	if err := startManager(ctx, &wg); err != nil {
@@ -123,11 +123,9 @@ func startManager(ctx context.Context, wg *sync.WaitGroup) error {
 		return err
 	}
 	errc := make(chan error, 1)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		errc <- mgr.Start(ctx)
-	}()
+	})
 	// The webhook must answer before the tests create Plugins.
 	addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
 	deadline := time.Now().Add(30 * time.Second)
@@ -285,7 +283,7 @@ func applyManifest(t testing.TB, rel ...string) []*unstructured.Unstructured {
 		if len(u.Object) == 0 {
 			continue
 		}
-		if err := admin.Create(context.Background(), u); err != nil {
+		if err := admin.Create(t.Context(), u); err != nil {
 			t.Fatalf("creating %s %s from %s: %v", u.GetKind(), u.GetName(), filepath.Join(rel...), err)
 		}
 		objs = append(objs, u)

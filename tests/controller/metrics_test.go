@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -28,7 +27,7 @@ import (
 // namespace) and returns a token the API server issued for it.
 func serviceAccountToken(t *testing.T, name string) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: controllerNamespace}}
 	if err := admin.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -55,7 +54,7 @@ func bindMetricsReader(t *testing.T, role, serviceAccount string) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: controllerNamespace}},
 	}
-	if err := admin.Create(context.Background(), b); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := admin.Create(t.Context(), b); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 }

@@ -35,7 +35,7 @@ func newPlugin(name string, spec pluginv1alpha1.PluginSpec) *pluginv1alpha1.Plug
 
 func deleteAfter(t *testing.T, obj client.Object) {
 	t.Cleanup(func() {
-		if err := admin.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+		if err := admin.Delete(context.WithoutCancel(t.Context()), obj); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting %s: %v", obj.GetName(), err)
 		}
 	})
@@ -92,7 +92,7 @@ func TestInvalidCELIsRejectedAtCreateWithTheFieldPath(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPlugin(fmt.Sprintf("invalid-cel-%d", i), tc.spec)
-			err := admin.Create(context.Background(), p)
+			err := admin.Create(t.Context(), p)
 			if err == nil {
 				deleteAfter(t, p)
 				t.Fatal("the Plugin was admitted")
@@ -118,7 +118,7 @@ func TestInvalidCELIsRejectedAtCreateWithTheFieldPath(t *testing.T) {
 }
 
 func TestInvalidCELIsRejectedAtUpdate(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := newPlugin("update-to-invalid", pluginv1alpha1.PluginSpec{Condition: `true`})
 	if err := admin.Create(ctx, p); err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func waitForStatus(t *testing.T, name string, check func(*pluginv1alpha1.Plugin)
 	t.Helper()
 	var p pluginv1alpha1.Plugin
 	eventually(t, 30*time.Second, func() error {
-		if err := admin.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+		if err := admin.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 			return err
 		}
 		return check(&p)
@@ -163,7 +163,7 @@ func conditionIs(p *pluginv1alpha1.Plugin, typ string, status metav1.ConditionSt
 }
 
 func TestValidPluginBecomesReadyAtItsGeneration(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := newPlugin("valid-plugin", pluginv1alpha1.PluginSpec{
 		Condition: `"example.com/tuning" in vmi.Labels`,
 		LauncherHooks: []pluginv1alpha1.LauncherHook{
@@ -247,7 +247,7 @@ func minimalVAP(name string) *admissionregistrationv1.ValidatingAdmissionPolicy 
 }
 
 func TestMissingAdmissionReferenceIsReportedUntilItExists(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := newPlugin("refs-plugin", pluginv1alpha1.PluginSpec{
 		LauncherHooks:               []pluginv1alpha1.LauncherHook{sidecarHook("refs-plugin")},
 		ValidatingAdmissionPolicies: []pluginv1alpha1.AdmissionReference{{Name: "refs-plugin-vap"}},
@@ -322,7 +322,7 @@ func minimalMAP(name string) *admissionregistrationv1.MutatingAdmissionPolicy {
 // gate changes nothing; on one that serves it, opening the gate is the
 // upgrade, which the controller must pick up without a restart.
 func TestReferenceToAnUnservedAdmissionKindIsReportedAndPickedUpOnceServed(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	p := newPlugin("unserved-kind-plugin", pluginv1alpha1.PluginSpec{
 		LauncherHooks:               []pluginv1alpha1.LauncherHook{sidecarHook("unserved-kind-plugin")},
 		MutatingAdmissionPolicies:   []pluginv1alpha1.AdmissionReference{{Name: "unserved-kind-map"}},

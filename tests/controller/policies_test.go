@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -27,7 +26,7 @@ func ensureLauncherNamespace(t *testing.T) {
 	t.Helper()
 	var err error
 	namespaceOnce.Do(func() {
-		ctx := context.Background()
+		ctx := t.Context()
 		if err = admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: launcherNamespace}}); err != nil {
 			return
 		}
@@ -181,7 +180,7 @@ func TestLauncherPodSidecarMustMountSocketsWithOneSegmentSubPath(t *testing.T) {
 // them (kubectl debug) away from the sockets volume altogether.
 func TestEphemeralContainerMayNotMountTheSocketsVolume(t *testing.T) {
 	applySubPathPolicy(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	p := launcherPod("subpath-ephemeral", launcherLabels, true)
 	if err := apiserver.CreateT(t, admin, p); err != nil {
 		t.Fatal(err)
@@ -267,7 +266,7 @@ func TestSampleInjectionPolicyAddsTheSidecarWithItsPluginSubPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stored corev1.Pod
-	if err := admin.Get(context.Background(), client.ObjectKeyFromObject(p), &stored); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKeyFromObject(p), &stored); err != nil {
 		t.Fatal(err)
 	}
 	c := findContainer(&stored, samplePlugin)

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -52,7 +51,7 @@ func TestSampleInjectionPolicyIsRefusedWhereMutatingAdmissionPolicyIsNotServed(t
 	if err := yaml.Unmarshal(data, &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.Create(context.Background(), u); !meta.IsNoMatchError(err) {
+	if err := admin.Create(t.Context(), u); !meta.IsNoMatchError(err) {
 		t.Fatalf("creating the sample MutatingAdmissionPolicy: %v, want the API server's no-match error", err)
 	}
 }

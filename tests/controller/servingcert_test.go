@@ -57,7 +57,7 @@ func (c *raceClient) Create(ctx context.Context, obj client.Object, opts ...clie
 // there is one Secret, one CA in the caBundle, and both replicas' serving
 // certificates are signed by it.
 func TestReplicasStartingTogetherWithNoCASecretAgreeOnOneCA(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -110,11 +110,9 @@ func TestReplicasStartingTogetherWithNoCASecretAgreeOnOneCA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		started.Add(1)
-		go func() {
-			defer started.Done()
+		started.Go(func() {
 			errs[i] = r.Ensure(ctx) // what Start does first
-		}()
+		})
 	}
 	started.Wait()
 	for i, err := range errs {

@@ -54,13 +54,13 @@ func TestGuideExamplesAcceptedAndReadBackUnchanged(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := t.Context()
 			want := object(t, c)
 			created := want.DeepCopy()
 			if err := server.Client.Create(ctx, created); err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
-			t.Cleanup(func() { _ = server.Client.Delete(context.Background(), created) })
+			t.Cleanup(func() { _ = server.Client.Delete(context.WithoutCancel(t.Context()), created) })
 			got := &unstructured.Unstructured{}
 			got.SetGroupVersionKind(want.GroupVersionKind())
 			if err := server.Client.Get(ctx, client.ObjectKeyFromObject(want), got); err != nil {
@@ -84,9 +84,9 @@ func TestInvalidPluginsRejectedNamingTheField(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			obj := object(t, c)
-			err := server.Client.Create(context.Background(), obj)
+			err := server.Client.Create(t.Context(), obj)
 			if err == nil {
-				_ = server.Client.Delete(context.Background(), obj)
+				_ = server.Client.Delete(t.Context(), obj)
 				t.Fatal("accepted by the API server")
 			}
 			msg := err.Error()

@@ -1,7 +1,6 @@
 package demo_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -30,7 +29,7 @@ func (w *testWriter) Write(p []byte) (int, error) {
 // logs of the processes and containers are printed then.
 func TestDemoScenario(t *testing.T) {
 	var logs strings.Builder
-	res := demo.Run(context.Background(), demo.Options{Out: &testWriter{t: t}, Log: &logs})
+	res := demo.Run(t.Context(), demo.Options{Out: &testWriter{t: t}, Log: &logs})
 	if res.Passed() {
 		return
 	}

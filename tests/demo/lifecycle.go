@@ -386,7 +386,7 @@ func (s *scenario) preBoot(ctx context.Context) error {
 
 func indent(s string) string {
 	var b strings.Builder
-	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+	for line := range strings.SplitSeq(strings.TrimRight(s, "\n"), "\n") {
 		b.WriteString("  " + line + "\n")
 	}
 	return b.String()
@@ -442,7 +442,7 @@ func (s *scenario) defineAndStart(ctx context.Context) error {
 	if err := d.Unmarshal(live); err != nil {
 		return err
 	}
-	for _, line := range strings.Split(live, "\n") {
+	for line := range strings.SplitSeq(live, "\n") {
 		t := strings.TrimSpace(line)
 		if strings.HasPrefix(t, "<title>") || strings.HasPrefix(t, "<vcpu") || strings.HasPrefix(t, "<topology") ||
 			strings.HasPrefix(t, "<entry name='manufacturer'") || strings.HasPrefix(t, "<entry name='product'") ||

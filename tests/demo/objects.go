@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -146,9 +147,7 @@ func newVMI(vm *kubevirtv1.VirtualMachine) *kubevirtv1.VirtualMachineInstance {
 func newLauncherPod(vmi *kubevirtv1.VirtualMachineInstance, suffix string) *corev1.Pod {
 	yes := true
 	labels := map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(vmi.UID), "vm.kubevirt.io/name": vmi.Name}
-	for k, v := range vmi.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, vmi.Labels)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace, Name: "virt-launcher-" + vmName + "-" + suffix, Labels: labels,

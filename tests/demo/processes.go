@@ -98,7 +98,7 @@ func waitFor(ctx context.Context, what string, cond func() (bool, error)) error 
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
+				return fmt.Errorf("waiting for %s: %w (last error: %w)", what, ctx.Err(), last)
 			}
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		case <-tick.C:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -163,7 +164,7 @@ func (r *runner) printf(format string, args ...any) {
 
 // show prints text indented under the current step.
 func (r *runner) show(text string) {
-	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+	for line := range strings.SplitSeq(strings.TrimRight(text, "\n"), "\n") {
 		r.printf("   %s\n", line)
 	}
 }
@@ -195,9 +196,7 @@ func (r *runner) step(ctx context.Context, st step) error {
 	defer cancel()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		tick := time.NewTicker(r.opts.Progress)
 		defer tick.Stop()
 		for {
@@ -208,7 +207,7 @@ func (r *runner) step(ctx context.Context, st step) error {
 				r.printf("   ... still working on %q (%s)\n", st.title, time.Since(start).Round(time.Second))
 			}
 		}
-	}()
+	})
 	err := st.run(ctx)
 	close(stop)
 	wg.Wait()
@@ -265,8 +264,8 @@ func (c *cleanups) run() []error {
 	c.fns = nil
 	c.mu.Unlock()
 	var errs []error
-	for i := len(fns) - 1; i >= 0; i-- {
-		if err := fns[i](); err != nil {
+	for _, fn := range slices.Backward(fns) {
+		if err := fn(); err != nil {
 			errs = append(errs, err)
 		}
 	}

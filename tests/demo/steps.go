@@ -231,9 +231,7 @@ func (s *scenario) startNodes(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var errs [2]error
 	for i := range s.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			n, err := libvirtd.Start(ctx, libvirtd.Options{
 				Network: nw, Alias: nodeNames[i], Logger: tcLogger{s.opts.Log},
 				Binds: []string{disks + ":" + pluginv1alpha1.EphemeralDiskDir},
@@ -243,7 +241,7 @@ func (s *scenario) startNodes(ctx context.Context) error {
 				return
 			}
 			s.nodes[i] = n
-		}()
+		})
 	}
 	wg.Wait()
 	for i, n := range s.nodes {
@@ -509,11 +507,9 @@ func (s *scenario) startPodSidecars(ctx context.Context, host *podHost) error {
 	ctrs := make([]*testcontainers.DockerContainer, len(samplePlugins))
 	errs := make([]error, len(samplePlugins))
 	for i, name := range samplePlugins {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			ctrs[i], errs[i] = s.runPodContainer(ctx, host, name, s.hostRoot)
-		}()
+		})
 	}
 	wg.Wait()
 	for i, name := range samplePlugins {

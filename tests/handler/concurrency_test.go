@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -41,13 +40,11 @@ func TestSlowHookServerDoesNotDelayVMIsThatDoNotUseIt(t *testing.T) {
 			labels["speed"] = "slow"
 		}
 		vmi := newVMI(fmt.Sprintf("vm-%03d", i), labels)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-start
-			err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{NodeName: "n"})
+			err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{NodeName: "n"})
 			finished <- done{name: vmi.Name, slow: usesSlow, err: err}
-		}()
+		})
 	}
 	close(start)
 	wg.Wait()

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ func TestEachNodeHookPointReachesTheServerWithVMIAndNodeName(t *testing.T) {
 
 	vmi := newVMI("vm-points", nil)
 	for _, point := range pluginv1alpha1.NodeHookPoints {
-		if err := dispatcher.Dispatch(context.Background(), point, vmi, dispatch.NodeContext{NodeName: "node-a"}); err != nil {
+		if err := dispatcher.Dispatch(t.Context(), point, vmi, dispatch.NodeContext{NodeName: "node-a"}); err != nil {
 			t.Fatalf("%s: %v", point, err)
 		}
 	}
@@ -51,7 +50,7 @@ func TestPluginsAreCalledInAlphabeticalOrder(t *testing.T) {
 	)
 
 	for _, name := range []string{"vm-1", "vm-2"} {
-		if err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, newVMI(name, nil), dispatch.NodeContext{NodeName: "n"}); err != nil {
+		if err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, newVMI(name, nil), dispatch.NodeContext{NodeName: "n"}); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
@@ -89,7 +88,7 @@ func TestLabelConditionSelectsOneVMIAndSkipsAnother(t *testing.T) {
 		{"vm-silver", map[string]string{"tier": "silver"}},
 		{"vm-plain", nil},
 	} {
-		if err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, newVMI(vmi.name, vmi.labels), dispatch.NodeContext{NodeName: "n"}); err != nil {
+		if err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, newVMI(vmi.name, vmi.labels), dispatch.NodeContext{NodeName: "n"}); err != nil {
 			t.Fatalf("%s: %v", vmi.name, err)
 		}
 	}
@@ -109,17 +108,17 @@ func TestServerDownFailsWithFailAndSucceedsWithIgnore(t *testing.T) {
 
 	// Reached once while up, so that the pool holds a connection that the
 	// stop then breaks.
-	if err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{}); err != nil {
+	if err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	rec.stop(t)
 
-	err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{})
+	err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{})
 	var herr *dispatch.HookError
 	if !errors.As(err, &herr) || herr.Plugin != "downstream" || herr.HookIndex != 0 || herr.HookPoint != pluginv1alpha1.PreVMStart {
 		t.Fatalf("Fail hook with the server down: Dispatch = %v, want a HookError naming downstream, hook 0, PreVMStart", err)
 	}
-	if err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PostVMStart, vmi, dispatch.NodeContext{}); err != nil {
+	if err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PostVMStart, vmi, dispatch.NodeContext{}); err != nil {
 		t.Fatalf("Ignore hook with the server down: Dispatch = %v, want success", err)
 	}
 }
@@ -130,7 +129,7 @@ func TestHookPastItsTimeoutIsCutOff(t *testing.T) {
 	h.Timeout = &metav1.Duration{Duration: time.Second}
 	createPlugins(t, newPlugin("slowpoke", "", h))
 
-	err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, newVMI("vm-timeout", nil), dispatch.NodeContext{})
+	err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, newVMI("vm-timeout", nil), dispatch.NodeContext{})
 	if !errors.Is(err, dispatch.ErrHookTimeout) {
 		t.Fatalf("Dispatch = %v, want ErrHookTimeout", err)
 	}
@@ -145,7 +144,7 @@ func TestPluginEditedInTheAPIServerChangesTheNextDispatch(t *testing.T) {
 	createPlugins(t, p)
 	vmi := newVMI("vm-edit", nil)
 
-	if err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PostVMStart, vmi, dispatch.NodeContext{}); err != nil {
+	if err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PostVMStart, vmi, dispatch.NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(readEvents(t, rec.Events)); n != 0 {
@@ -153,12 +152,12 @@ func TestPluginEditedInTheAPIServerChangesTheNextDispatch(t *testing.T) {
 	}
 
 	p.Spec.NodeHooks[0].PermittedHooks = append(p.Spec.NodeHooks[0].PermittedHooks, pluginv1alpha1.PostVMStart)
-	if err := server.Client.Update(context.Background(), p); err != nil {
+	if err := server.Client.Update(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
 	waitForStore(t, p)
 
-	if err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PostVMStart, vmi, dispatch.NodeContext{}); err != nil {
+	if err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PostVMStart, vmi, dispatch.NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	events := readEvents(t, rec.Events)
@@ -174,7 +173,7 @@ func TestFeatureGateOffDispatchesNothing(t *testing.T) {
 	t.Cleanup(func() { pluginsGate.Store(true) })
 
 	for _, point := range pluginv1alpha1.NodeHookPoints {
-		if err := dispatcher.Dispatch(context.Background(), point, newVMI("vm-gate", nil), dispatch.NodeContext{}); err != nil {
+		if err := dispatcher.Dispatch(t.Context(), point, newVMI("vm-gate", nil), dispatch.NodeContext{}); err != nil {
 			t.Fatalf("%s: %v", point, err)
 		}
 	}
@@ -184,7 +183,7 @@ func TestFeatureGateOffDispatchesNothing(t *testing.T) {
 
 	// Turned back on at run time, the same store dispatches again.
 	pluginsGate.Store(true)
-	if err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, newVMI("vm-gate", nil), dispatch.NodeContext{}); err != nil {
+	if err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, newVMI("vm-gate", nil), dispatch.NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(readEvents(t, rec.Events)); n != 1 {
@@ -205,10 +204,10 @@ func TestOnVMStopDuringPreVMStartReachesTheServerOnlyAfterPreVMStartReturned(t *
 
 	start := make(chan error, 1)
 	go func() {
-		start <- dispatcher.Dispatch(context.Background(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{NodeName: "n"})
+		start <- dispatcher.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{NodeName: "n"})
 	}()
 	eventually(t, "PreVMStart to reach the recorder", func() bool { return len(readEvents(t, rec.Events)) == 1 })
-	if err := dispatcher.Dispatch(context.Background(), pluginv1alpha1.OnVMStop, vmi, dispatch.NodeContext{NodeName: "n"}); err != nil {
+	if err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.OnVMStop, vmi, dispatch.NodeContext{NodeName: "n"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-start; err != nil {

@@ -71,7 +71,7 @@ func startRecorder(t *testing.T, dir, socketName, eventsDir string, flags ...str
 		t.Fatal(err)
 	}
 	args := append([]string{"--socket", "/data/" + socketName, "--events-file", "/events/events.jsonl"}, flags...)
-	ctr, err := testcontainers.Run(context.Background(), recorderImage,
+	ctr, err := testcontainers.Run(t.Context(), recorderImage,
 		testcontainers.WithLogger(tclog.TestLogger(t)),
 		testcontainers.WithCmd(args...),
 		testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
@@ -80,7 +80,7 @@ func startRecorder(t *testing.T, dir, socketName, eventsDir string, flags ...str
 	)
 	if ctr != nil {
 		t.Cleanup(func() {
-			if err := ctr.Terminate(context.Background()); err != nil {
+			if err := ctr.Terminate(context.WithoutCancel(t.Context())); err != nil {
 				t.Errorf("terminating recorder %s: %v", dir, err)
 			}
 		})
@@ -99,7 +99,7 @@ func startRecorder(t *testing.T, dir, socketName, eventsDir string, flags ...str
 // stop stops the container gracefully; the recorder removes its socket.
 func (r *recorder) stop(t *testing.T) {
 	t.Helper()
-	if err := r.container.Stop(context.Background(), nil); err != nil {
+	if err := r.container.Stop(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -157,7 +157,7 @@ func createPlugins(t *testing.T, ps ...*pluginv1alpha1.Plugin) {
 	t.Helper()
 	t.Cleanup(func() { deleteAllPlugins(t) })
 	for _, p := range ps {
-		if err := server.Client.Create(context.Background(), p); err != nil {
+		if err := server.Client.Create(t.Context(), p); err != nil {
 			t.Fatalf("creating Plugin %s: %v", p.Name, err)
 		}
 	}
@@ -188,7 +188,7 @@ func waitForStore(t *testing.T, ps ...*pluginv1alpha1.Plugin) {
 
 func deleteAllPlugins(t *testing.T) {
 	t.Helper()
-	if err := server.Client.DeleteAllOf(context.Background(), &pluginv1alpha1.Plugin{}); err != nil {
+	if err := server.Client.DeleteAllOf(t.Context(), &pluginv1alpha1.Plugin{}); err != nil {
 		t.Errorf("deleting Plugins: %v", err)
 		return
 	}

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -48,7 +47,7 @@ func TestLaunchersReceivePluginsWithLauncherHooksAndANewGenerationOnChange(t *te
 	}
 
 	zulu.Spec.LauncherHooks[0].Sidecar.PermittedHooks = append(zulu.Spec.LauncherHooks[0].Sidecar.PermittedHooks, pluginv1alpha1.GuestDefinition)
-	if err := server.Client.Update(context.Background(), zulu); err != nil {
+	if err := server.Client.Update(t.Context(), zulu); err != nil {
 		t.Fatal(err)
 	}
 	waitForStore(t, zulu)
@@ -91,7 +90,7 @@ func TestStatusWritesAndMetadataEditsDoNotChangeWhatLaunchersAreHanded(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 
 	// What the plugin controller writes: the status subresource.
 	p.Status = pluginv1alpha1.PluginStatus{ObservedGeneration: p.Generation, LauncherHooks: 1, Conditions: []metav1.Condition{{

@@ -73,9 +73,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // TestMain has no *testing.T; cancelled when the package's tests end
 	defer cancel()
-	go plugins.Run(ctx)
+	go func() { _ = plugins.Run(ctx) }()
 	if !plugins.WaitForSync(ctx) {
 		fmt.Fprintln(os.Stderr, "the plugin store did not sync")
 		return 1

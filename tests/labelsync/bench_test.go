@@ -3,6 +3,7 @@ package labelsync
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"runtime"
@@ -53,7 +54,7 @@ func BenchmarkLabelSync(b *testing.B) {
 	admin := adminClient(b)
 	ns := newNamespace(b)
 	start := time.Now()
-	if err := forEach(n, 16, func(i int) error { return createRunningVM(admin, ns, i) }); err != nil {
+	if err := forEach(n, 16, func(i int) error { return createRunningVM(b.Context(), admin, ns, i) }); err != nil {
 		b.Fatalf("creating %d VMs, VMIs and Pods: %v", n, err)
 	}
 	b.Logf("created %d VMs, %d VMIs and %d launcher Pods (with status) in %s", n, n, n, time.Since(start).Round(time.Second))
@@ -62,7 +63,7 @@ func BenchmarkLabelSync(b *testing.B) {
 	for _, mode := range []struct {
 		name string
 		ctx  context.Context
-	}{{"pods=metadata", context.Background()}, {"pods=full", syncertest.WithFullPodWatch(context.Background())}} {
+	}{{"pods=metadata", b.Context()}, {"pods=full", syncertest.WithFullPodWatch(b.Context())}} {
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
 				gen++
@@ -96,7 +97,7 @@ func benchOnce(ctx context.Context, b *testing.B, admin client.Client, ns string
 	if err := forEach(n, 16, func(i int) error {
 		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vmName(i)}}
 		patch := []byte(`{"spec":{"template":{"metadata":{"labels":{"ops.example.com/gen":"` + label + `"}}}}}`)
-		return admin.Patch(context.Background(), vm, client.RawPatch("application/merge-patch+json", patch))
+		return admin.Patch(b.Context(), vm, client.RawPatch("application/merge-patch+json", patch))
 	}); err != nil {
 		b.Fatalf("changing the templates: %v", err)
 	}
@@ -151,7 +152,7 @@ func waitLabelled(b *testing.B, c client.Client, ns string, n int, gen string) {
 				gv = kubevirtv1.SchemeGroupVersion
 			}
 			list.SetGroupVersionKind(gv.WithKind(kind))
-			if err := c.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{"ops.example.com/gen": gen}); err != nil {
+			if err := c.List(b.Context(), list, client.InNamespace(ns), client.MatchingLabels{"ops.example.com/gen": gen}); err != nil {
 				return err
 			}
 			if len(list.Items) < n {
@@ -204,9 +205,7 @@ func forEach(n, workers int, f func(i int) error) error {
 	var once sync.Once
 	var first error
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
@@ -217,7 +216,7 @@ func forEach(n, workers int, f func(i int) error) error {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return first
@@ -227,17 +226,14 @@ func vmName(i int) string { return fmt.Sprintf("vm-%05d", i) }
 
 // createRunningVM creates VM i, its VMI and a launcher Pod with status,
 // their metadata in line with the template.
-func createRunningVM(c client.Client, ns string, i int) error {
-	ctx := context.Background()
+func createRunningVM(ctx context.Context, c client.Client, ns string, i int) error {
 	labels := map[string]string{"ops.example.com/vm-id": vmName(i), "ops.example.com/gen": "0", "app": "bench"}
 	vm := vmObject(ns, vmName(i), labels, map[string]string{"notes.example.com/owner": "team-bench"})
 	if err := c.Create(ctx, vm); err != nil {
 		return err
 	}
 	vmiLabels := map[string]string{"kubevirt.io/nodeName": "node01"}
-	for k, v := range labels {
-		vmiLabels[k] = v
-	}
+	maps.Copy(vmiLabels, labels)
 	vmi := vmiObject(vm, vmiLabels, map[string]string{"kubevirt.io/latest-observed-api-version": "v1"})
 	if err := c.Create(ctx, vmi); err != nil {
 		return err

@@ -62,7 +62,7 @@ func TestStartupRejectsInvalidEntriesNamingThem(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+cfg, "--metrics-bind-address=0", "--health-probe-bind-address=0", tc.flag+"="+tc.list)
 			var stderr strings.Builder
@@ -86,7 +86,7 @@ func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
 	ns := newNamespace(t)
 	r := startVM(t, ns, "vm-binary", map[string]string{"ops.example.com/owner": "team-a"}, nil, outside)
 	probe, metricsAddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+kubeconfig(t),
 		"--additional-launcher-labels-sync=ops.example.com/*,team.example.com/owner",
 		"--additional-launcher-annotations-sync=notes.example.com/*",

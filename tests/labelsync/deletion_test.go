@@ -1,7 +1,6 @@
 package labelsync
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -24,7 +23,7 @@ func setFinalizers(t *testing.T, obj client.Object, finalizers []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := server.Client.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+	if err := server.Client.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, data)); err != nil {
 		t.Fatalf("setting the finalizers of %s: %v", obj.GetName(), err)
 	}
 }
@@ -35,7 +34,7 @@ func setFinalizers(t *testing.T, obj client.Object, finalizers []string) {
 // A second VM and a VMI without a VM, changed after, show the syncer
 // handled both changes.
 func TestVMIBeingDeletedIsLeftAlone(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := newNamespace(t)
 	gone := startVM(t, ns, "vm-deleting", map[string]string{"ops.example.com/owner": "team-a"}, nil, outside)
 	witness := startVM(t, ns, "vm-witness", map[string]string{"ops.example.com/owner": "team-a"}, nil, outside)

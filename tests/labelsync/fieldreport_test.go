@@ -77,7 +77,7 @@ func TestFieldReportExperiment(t *testing.T) {
 	})
 	t.Run("events on the VMI name the changed keys", func(t *testing.T) {
 		eventually(t, "events on VMI vm-a", func() error {
-			return hasEvents(ns, "vm-a",
+			return hasEvents(t.Context(), ns, "vm-a",
 				vm.EventReason+": added ops.example.com/dynamic-a; updated ops.example.com/owner-a",
 				vm.EventReason+": removed ops.example.com/dynamic-a",
 				vmi.EventReason+": added ops.example.com/dynamic-a; updated ops.example.com/owner-a",
@@ -120,9 +120,9 @@ func checkOutsideAndUID(t *testing.T, r running, podUID any) {
 
 // hasEvents checks that events regarding the VMI include, for each
 // "<reason>: <text>", one with that reason whose note contains text.
-func hasEvents(ns, vmiName string, wants ...string) error {
+func hasEvents(ctx context.Context, ns, vmiName string, wants ...string) error {
 	list := &eventsv1.EventList{}
-	if err := server.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+	if err := server.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 		return err
 	}
 	var seen []string

@@ -53,7 +53,7 @@ func mustFilter(t testing.TB, list string) *keyfilter.Filter {
 // need to pass admission (no controller manager runs to make it).
 func newNamespace(t testing.TB) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "labelsync-"}}
 	if err := server.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ type running struct {
 // get the template's metadata plus extra (keys the syncer must not touch).
 func startVM(t testing.TB, ns, name string, labels, annotations, extraLabels map[string]string) running {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	vm := vmObject(ns, name, labels, annotations)
 	if err := server.Client.Create(ctx, vm); err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func patchTemplate(t testing.TB, vm *kubevirtv1.VirtualMachine, labels, annotati
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := server.Client.Patch(context.Background(), vm, client.RawPatch(types.MergePatchType, data)); err != nil {
+	if err := server.Client.Patch(t.Context(), vm, client.RawPatch(types.MergePatchType, data)); err != nil {
 		t.Fatalf("patching the template of %s: %v", vm.Name, err)
 	}
 }
@@ -179,7 +179,7 @@ func mergeLabels(ctx context.Context, obj client.Object, labels map[string]any) 
 func current(t testing.TB, obj client.Object) (labels, annotations map[string]string, uid types.UID) {
 	t.Helper()
 	fresh := obj.DeepCopyObject().(client.Object)
-	if err := server.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), fresh); err != nil {
+	if err := server.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), fresh); err != nil {
 		t.Fatal(err)
 	}
 	return fresh.GetLabels(), fresh.GetAnnotations(), fresh.GetUID()
@@ -212,7 +212,7 @@ type syncerRun struct {
 // at the end of the test, or earlier with stop.
 func startSyncer(t testing.TB, cfg *rest.Config, opts syncer.Options, namespaces ...string) *syncerRun {
 	t.Helper()
-	return startSyncerIn(context.Background(), t, cfg, opts, namespaces...)
+	return startSyncerIn(t.Context(), t, cfg, opts, namespaces...)
 }
 
 // startSyncerIn is startSyncer with the manager's context derived from

@@ -74,7 +74,7 @@ func TestStartupLogListsEveryAdmittedEntry(t *testing.T) {
 	cfg := kubeconfig(t)
 	start := func(t *testing.T, extra ...string) map[string]map[string]any {
 		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(t.Context())
 		args := append([]string{"--kubeconfig=" + cfg, "--metrics-bind-address=0", "--health-probe-bind-address=0",
 			"--additional-launcher-labels-sync=ops.example.com/*,app.kubernetes.io/name,node-role.kubernetes.io/worker",
 			"--additional-launcher-annotations-sync=notes.example.com/ticket",

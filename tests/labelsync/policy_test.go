@@ -32,7 +32,7 @@ const subPathRefusal = "must mount volume kubevirt-plugin-sockets with a subPath
 // launcher Pod in ns breaking it (dry run) is refused.
 func installSubPathPolicy(t *testing.T, ns string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	path, err := repo.Path("deploy", "policies", "launcher-sockets-subpath.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func installSubPathPolicy(t *testing.T, ns string) {
 			t.Fatalf("%s: creating %s %s: %v", path, obj.GetKind(), obj.GetName(), err)
 		}
 		t.Cleanup(func() {
-			if err := server.Client.Delete(context.Background(), obj); err != nil {
+			if err := server.Client.Delete(context.WithoutCancel(t.Context()), obj); err != nil {
 				t.Errorf("deleting %s %s: %v", obj.GetKind(), obj.GetName(), err)
 			}
 		})
@@ -113,7 +113,7 @@ func addEphemeralContainer(ctx context.Context, pod *corev1.Pod, name string, mo
 // Pod breaking the rule, and an ephemeral container mounting the volume,
 // are refused.
 func TestLauncherPodAdmittedBeforeTheSubPathPolicyStillTakesMetadataPatches(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := newNamespace(t)
 	vm := vmObject(ns, "vm-upgrade", map[string]string{"ops.example.com/owner": "team-a"}, nil)
 	if err := server.Client.Create(ctx, vm); err != nil {

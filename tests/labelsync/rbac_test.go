@@ -2,7 +2,6 @@ package labelsync
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"os"
@@ -34,7 +33,7 @@ func applyDeployRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: deployNamespace}}
 	if err := server.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -91,7 +90,7 @@ func TestDeployRBACIsEnoughToSyncWithLeaderElection(t *testing.T) {
 		return bothHaveAnnotations(t, r, map[string]string{"notes.example.com/n": "2"})
 	})
 	eventually(t, "events recorded as the ServiceAccount", func() error {
-		return hasEvents(ns, "vm-rbac", "TemplateMetadataSynced: updated ops.example.com/owner", "LauncherPodMetadataSynced: updated ops.example.com/owner")
+		return hasEvents(t.Context(), ns, "vm-rbac", "TemplateMetadataSynced: updated ops.example.com/owner", "LauncherPodMetadataSynced: updated ops.example.com/owner")
 	})
 }
 
@@ -116,7 +115,7 @@ func TestDeployRBACGrantsNothingMore(t *testing.T) {
 				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + deployNamespace},
 				ResourceAttributes: &tc.attr,
 			}}
-			if err := server.Client.Create(context.Background(), sar); err != nil {
+			if err := server.Client.Create(t.Context(), sar); err != nil {
 				t.Fatal(err)
 			}
 			if sar.Status.Allowed {

@@ -87,14 +87,12 @@ func TestConcurrentWriterOnTheVMIKeepsBothSidesKeys(t *testing.T) {
 	r := startVM(t, ns, "vm-concurrent", map[string]string{"ops.example.com/gen": "0"}, nil, nil)
 	run := startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "ops.example.com/*")}, ns)
 
-	ctx, stopWriter := context.WithCancel(context.Background())
+	ctx, stopWriter := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	written := make(chan int, 1)
 	// The writer patches its own copy: Patch decodes the answer into it.
 	writerVMI := r.vmi.DeepCopy()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		n := 0
 		defer func() { written <- n }()
 		for ctx.Err() == nil {
@@ -106,7 +104,7 @@ func TestConcurrentWriterOnTheVMIKeepsBothSidesKeys(t *testing.T) {
 			}
 			n++
 		}
-	}()
+	})
 	const generations = 20
 	for g := 1; g <= generations; g++ {
 		gen := fmt.Sprint(g)

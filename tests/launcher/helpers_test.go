@@ -107,10 +107,10 @@ func startSidecar(t *testing.T, bin, plugin, socketRoot string, args ...string) 
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-exited: //nolint:errcheck // only waits for the exit; the process was stopped on purpose
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // only waits for the exit; the process was stopped on purpose
 		}
 		if t.Failed() {
 			t.Logf("%s output:\n%s", filepath.Base(bin), logs.String())
@@ -199,7 +199,7 @@ func bootRunning(ctx context.Context, t *testing.T, node *libvirtd.Node, conn *l
 }
 
 func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	t.Cleanup(cancel)
 	return ctx
 }

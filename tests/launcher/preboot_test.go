@@ -69,7 +69,7 @@ func isoLabel(t *testing.T, iso string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
+	for line := range strings.SplitSeq(string(out), "\n") {
 		if v, ok := strings.CutPrefix(line, "Volume id:"); ok {
 			return strings.TrimSpace(v)
 		}

@@ -2,6 +2,7 @@ package launcher_test
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -47,9 +48,7 @@ func TestLiveMigrationRunsWithFlagsAndParamsFromPreMigrationSourceSidecar(t *tes
 			startSidecar(t, bin, "migration-tuner", root)
 			pl := newPipeline(t, root, plugins(t, samplePlugin(t, "migration-tuner")))
 			labels := map[string]string{"plugins.example.com/migration-tuner": "true"}
-			for k, v := range tc.labels {
-				labels[k] = v
-			}
+			maps.Copy(labels, tc.labels)
 			pair := startMigrationPair(t, ctx, libvirtd.DisklessDomain("vm-tuned"))
 
 			// What KubeVirt would hand libvirt without the plugin.

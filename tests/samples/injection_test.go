@@ -1,7 +1,6 @@
 package samples
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"path"
@@ -21,7 +20,7 @@ import (
 func stored(t *testing.T, p *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	got := &corev1.Pod{}
-	if err := admin.Get(context.Background(), client.ObjectKeyFromObject(p), got); err != nil {
+	if err := admin.Get(t.Context(), client.ObjectKeyFromObject(p), got); err != nil {
 		t.Fatalf("reading Pod %s: %v", p.Name, err)
 	}
 	return got
@@ -226,7 +225,7 @@ func TestSampleInjectionPoliciesComposeOnOneLauncherPod(t *testing.T) {
 // passes it.
 func TestInjectedPodsPassTheLauncherSocketsPolicy(t *testing.T) {
 	all := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, s := range all {
 		t.Run(s.name, func(t *testing.T) {
 			labels := map[string]string{s.optIn: "enabled"}

@@ -84,7 +84,7 @@ var (
 // policy, each one waited for until the API server enforces it.
 func setup(t *testing.T) []sample {
 	t.Helper()
-	setupOnce.Do(func() { samples, setupErr = prepare(context.Background()) })
+	setupOnce.Do(func() { samples, setupErr = prepare(t.Context()) })
 	if setupErr != nil {
 		t.Fatal(setupErr)
 	}
@@ -201,7 +201,7 @@ func applySubPathPolicy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, doc := range strings.Split(string(b), "\n---\n") {
+	for doc := range strings.SplitSeq(string(b), "\n---\n") {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 			return fmt.Errorf("decoding %s: %w", path, err)

@@ -1,6 +1,8 @@
 package samples
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,9 +38,7 @@ var socketsSizeLimit = resource.MustParse("1Mi")
 // plus extra labels, a compute container, and the volumes of shape.
 func launcherPod(name string, extraLabels map[string]string, shape volumeShape) *corev1.Pod {
 	labels := map[string]string{"kubevirt.io": "virt-launcher"}
-	for k, v := range extraLabels {
-		labels[k] = v
-	}
+	maps.Copy(labels, extraLabels)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: corev1.PodSpec{

@@ -49,7 +49,7 @@ func TestTemplateREADMEMakesAWorkingPluginOfYourOwn(t *testing.T) {
 	// own alternative to `go get ...@latest`, pointed at this checkout.
 	local = strings.ReplaceAll(local, "/path/to/framework", root)
 	var script []string
-	for _, line := range strings.Split(steps, "\n") {
+	for line := range strings.SplitSeq(steps, "\n") {
 		switch {
 		case strings.HasPrefix(line, "go get github.com/kubevirt-plugins/framework/protos"):
 			script = append(script, local)

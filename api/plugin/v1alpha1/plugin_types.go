@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -362,22 +363,12 @@ func (h *LauncherHook) HookPoints() []LauncherHookPoint {
 
 // Handles reports whether the hook runs at the given launcher hook point.
 func (h *LauncherHook) Handles(point LauncherHookPoint) bool {
-	for _, p := range h.HookPoints() {
-		if p == point {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(h.HookPoints(), point)
 }
 
 // Handles reports whether the node hook runs at the given hook point.
 func (h *NodeHook) Handles(point NodeHookPoint) bool {
-	for _, p := range h.PermittedHooks {
-		if p == point {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(h.PermittedHooks, point)
 }
 
 // PluginDir is the directory under SocketsRoot that belongs to a plugin.

@@ -145,13 +145,11 @@ func TestConnectionIsReusedAcrossCalls(t *testing.T) {
 
 	var wg sync.WaitGroup
 	for range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := p.Call(context.Background(), path, execute); err != nil {
+		wg.Go(func() {
+			if err := p.Call(t.Context(), path, execute); err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if got := srv.calls.Load(); got != 20 {
@@ -168,20 +166,20 @@ func TestRestartedServerIsReachedOnNextCall(t *testing.T) {
 	var dials atomic.Int32
 	p := New(Options{Dial: countingDial(&dials)})
 	defer p.Close()
-	if err := p.Call(context.Background(), path, execute); err != nil {
+	if err := p.Call(t.Context(), path, execute); err != nil {
 		t.Fatal(err)
 	}
 
 	first.grpc.Stop() // closes the listener, which unlinks the socket
 	second := startServer(t, path)
 
-	if err := p.Call(context.Background(), path, execute); err != nil {
+	if err := p.Call(t.Context(), path, execute); err != nil {
 		t.Fatalf("first call after the restart: %v", err)
 	}
 	if second.calls.Load() != 1 {
 		t.Fatalf("restarted server saw %d calls, want 1", second.calls.Load())
 	}
-	if err := p.Call(context.Background(), path, execute); err != nil {
+	if err := p.Call(t.Context(), path, execute); err != nil {
 		t.Fatal(err)
 	}
 	if a := second.accepted.Load(); a != 1 {
@@ -194,12 +192,12 @@ func TestServerThatWasDownIsRedialedWhenBack(t *testing.T) {
 	p := New(Options{})
 	defer p.Close()
 
-	err := p.Call(context.Background(), path, execute)
+	err := p.Call(t.Context(), path, execute)
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("call with no server = %v, want Unavailable", err)
 	}
 	srv := startServer(t, path)
-	if err := p.Call(context.Background(), path, execute); err != nil {
+	if err := p.Call(t.Context(), path, execute); err != nil {
 		t.Fatalf("call once the server is up: %v", err)
 	}
 	if srv.calls.Load() != 1 {
@@ -217,14 +215,14 @@ func TestBusySocketQueuesOnlyItsOwnCalls(t *testing.T) {
 	defer p.Close()
 
 	slowDone := make(chan error, 1)
-	go func() { slowDone <- p.Call(context.Background(), slowPath, execute) }()
+	go func() { slowDone <- p.Call(t.Context(), slowPath, execute) }()
 	<-slow.entered // the only slot of slow.sock is taken
 
-	if err := p.Call(context.Background(), fastPath, execute); err != nil {
+	if err := p.Call(t.Context(), fastPath, execute); err != nil {
 		t.Fatalf("call to the other socket while slow.sock is busy: %v", err)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	queued := make(chan error, 1)
 	go func() { queued <- p.Call(ctx, slowPath, execute) }()
 	cancel()
@@ -245,7 +243,7 @@ func TestClosedPoolRefusesCalls(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Call(context.Background(), "/nonexistent.sock", execute); !errors.Is(err, ErrClosed) {
+	if err := p.Call(t.Context(), "/nonexistent.sock", execute); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Call after Close = %v, want ErrClosed", err)
 	}
 }
@@ -259,11 +257,11 @@ func TestForgetClosesIdleConnectionsOnly(t *testing.T) {
 	var dials atomic.Int32
 	p := New(Options{Dial: countingDial(&dials)})
 	defer p.Close()
-	if err := p.Call(context.Background(), idlePath, execute); err != nil {
+	if err := p.Call(t.Context(), idlePath, execute); err != nil {
 		t.Fatal(err)
 	}
 	busyDone := make(chan error, 1)
-	go func() { busyDone <- p.Call(context.Background(), busyPath, execute) }()
+	go func() { busyDone <- p.Call(t.Context(), busyPath, execute) }()
 	<-busy.entered
 
 	p.Forget(func(string) bool { return false })
@@ -271,7 +269,7 @@ func TestForgetClosesIdleConnectionsOnly(t *testing.T) {
 	if err := <-busyDone; err != nil {
 		t.Fatalf("call in flight during Forget: %v", err)
 	}
-	if err := p.Call(context.Background(), idlePath, execute); err != nil {
+	if err := p.Call(t.Context(), idlePath, execute); err != nil {
 		t.Fatal(err)
 	}
 	if d, a := dials.Load(), idle.accepted.Load(); d != 3 || a != 2 {
@@ -292,14 +290,14 @@ func TestServerStatusIsTheAnswerOfOneCallAndLeavesTheConnectionToTheOthers(t *te
 	const inFlight = 20
 	errs := make(chan error, inFlight)
 	for i := range inFlight {
-		go func() { errs <- p.Call(context.Background(), path, executeFor(fmt.Sprintf("vm-%d", i))) }()
+		go func() { errs <- p.Call(t.Context(), path, executeFor(fmt.Sprintf("vm-%d", i))) }()
 	}
 	for range inFlight {
 		<-srv.entered
 	}
 	// All twenty sit in the server; the server now answers one other VMI
 	// with Unavailable.
-	if err := p.Call(context.Background(), path, executeFor("vm-down")); status.Code(err) != codes.Unavailable {
+	if err := p.Call(t.Context(), path, executeFor("vm-down")); status.Code(err) != codes.Unavailable {
 		t.Fatalf("call for vm-down = %v, want the server's Unavailable", err)
 	}
 	close(srv.block)
@@ -311,7 +309,7 @@ func TestServerStatusIsTheAnswerOfOneCallAndLeavesTheConnectionToTheOthers(t *te
 	if n := srv.calls.Load(); n != inFlight+1 {
 		t.Fatalf("server saw %d calls, want %d: the server's Unavailable is not retried", n, inFlight+1)
 	}
-	if err := p.Call(context.Background(), path, execute); err != nil {
+	if err := p.Call(t.Context(), path, execute); err != nil {
 		t.Fatal(err)
 	}
 	if d, a := dials.Load(), srv.accepted.Load(); d != 1 || a != 1 {
@@ -325,7 +323,7 @@ func TestCloseLetsCallsInFlightFinishAndThenClosesTheirConnection(t *testing.T) 
 	srv.block = make(chan struct{})
 	p := New(Options{})
 	done := make(chan error, 1)
-	go func() { done <- p.Call(context.Background(), path, execute) }()
+	go func() { done <- p.Call(t.Context(), path, execute) }()
 	<-srv.entered
 
 	if err := p.Close(); err != nil {
@@ -345,7 +343,7 @@ func TestForgetDuringALookupCannotOrphanTheConnectionTheCallDials(t *testing.T) 
 	// The call has found the entry of its socket but holds no slot yet
 	// when a prune forgets every socket.
 	p.lookedUp = func() { p.Forget(func(string) bool { return false }) }
-	if err := p.Call(context.Background(), path, execute); err != nil {
+	if err := p.Call(t.Context(), path, execute); err != nil {
 		t.Fatal(err)
 	}
 	if srv.open.Load() != 1 {
@@ -362,7 +360,7 @@ func TestCallCutOffByAServerRestartIsRetriedOnTheNewServer(t *testing.T) {
 	old := startServer(t, path)
 	p := New(Options{})
 	defer p.Close()
-	if err := p.Call(context.Background(), path, execute); err != nil {
+	if err := p.Call(t.Context(), path, execute); err != nil {
 		t.Fatal(err)
 	}
 
@@ -370,7 +368,7 @@ func TestCallCutOffByAServerRestartIsRetriedOnTheNewServer(t *testing.T) {
 	// listens on the socket path, then the old one dies with the call.
 	old.block = make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- p.Call(context.Background(), path, execute) }()
+	go func() { done <- p.Call(t.Context(), path, execute) }()
 	<-old.entered
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)

@@ -13,17 +13,17 @@ import (
 
 func TestSameKeyIsExclusiveOtherKeysAreNot(t *testing.T) {
 	var l Locks[string]
-	unlockA, err := l.Lock(context.Background(), "a")
+	unlockA, err := l.Lock(t.Context(), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlockB, err := l.Lock(context.Background(), "b")
+	unlockB, err := l.Lock(t.Context(), "b")
 	if err != nil {
 		t.Fatalf("locking another key while a is held: %v", err)
 	}
 	unlockB()
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	waited := make(chan error, 1)
 	go func() {
 		_, err := l.Lock(ctx, "a")
@@ -36,7 +36,7 @@ func TestSameKeyIsExclusiveOtherKeysAreNot(t *testing.T) {
 
 	got := make(chan func(), 1)
 	go func() {
-		u, err := l.Lock(context.Background(), "a")
+		u, err := l.Lock(t.Context(), "a")
 		if err != nil {
 			t.Error(err)
 		}
@@ -54,7 +54,7 @@ func TestWaitingCountsOnlyCallersThatWaitForTheKey(t *testing.T) {
 	if n := l.Waiting("a"); n != 0 {
 		t.Fatalf("Waiting on an unknown key = %d", n)
 	}
-	unlock, err := l.Lock(context.Background(), "a")
+	unlock, err := l.Lock(t.Context(), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestWaitingCountsOnlyCallersThatWaitForTheKey(t *testing.T) {
 	}
 	got := make(chan func(), 1)
 	go func() {
-		u, err := l.Lock(context.Background(), "a")
+		u, err := l.Lock(t.Context(), "a")
 		if err != nil {
 			t.Error(err)
 		}
@@ -85,18 +85,18 @@ func TestWaitingCountsOnlyCallersThatWaitForTheKey(t *testing.T) {
 // the middle gives up first.
 func TestWaitersGetTheKeyInTheOrderTheyAsked(t *testing.T) {
 	var l Locks[string]
-	unlock, err := l.Lock(context.Background(), "vmi")
+	unlock, err := l.Lock(t.Context(), "vmi")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const n = 8
 	const quitter = 3
-	quit, cancelQuitter := context.WithCancel(context.Background())
+	quit, cancelQuitter := context.WithCancel(t.Context())
 	defer cancelQuitter()
 	var order []int // appended while holding the key
 	done := make(chan error, n)
 	for i := range n {
-		ctx := context.Background()
+		ctx := t.Context()
 		if i == quitter {
 			ctx = quit
 		}
@@ -144,10 +144,8 @@ func TestCancellationsRacingHandOversNeitherLoseNorShareTheKey(t *testing.T) {
 	var holders atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 200 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%7)*50*time.Microsecond)
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Duration(i%7)*50*time.Microsecond)
 			defer cancel()
 			u, err := l.Lock(ctx, 0)
 			if err != nil {
@@ -159,10 +157,10 @@ func TestCancellationsRacingHandOversNeitherLoseNorShareTheKey(t *testing.T) {
 			time.Sleep(20 * time.Microsecond)
 			holders.Add(-1)
 			u()
-		}()
+		})
 	}
 	wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	if _, err := l.Lock(ctx, 0); err != nil {
 		t.Fatalf("the key was lost: %v", err)

@@ -78,7 +78,7 @@ func newSetup(t *testing.T, onPatch func(s *setup, ctx context.Context, c client
 	s.patcher = &Patcher{Writer: c, Reader: base, Metrics: m, Target: syncmetrics.TargetPod}
 	s.reader = base
 	s.pod = &corev1.Pod{}
-	if err := base.Get(context.Background(), client.ObjectKeyFromObject(pod), s.pod); err != nil {
+	if err := base.Get(t.Context(), client.ObjectKeyFromObject(pod), s.pod); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -86,7 +86,7 @@ func newSetup(t *testing.T, onPatch func(s *setup, ctx context.Context, c client
 
 func TestNoPatchWhenThePlanIsEmpty(t *testing.T) {
 	s := newSetup(t, nil)
-	change, err := s.patcher.Apply(context.Background(), s.pod, planner(t, nil))
+	change, err := s.patcher.Apply(t.Context(), s.pod, planner(t, nil))
 	if err != nil || !change.Empty() || s.patches != 0 {
 		t.Fatalf("change %+v, err %v, patches %d; want no patch", change, err, s.patches)
 	}
@@ -94,7 +94,7 @@ func TestNoPatchWhenThePlanIsEmpty(t *testing.T) {
 
 func TestOnePatchPerChange(t *testing.T) {
 	s := newSetup(t, nil)
-	change, err := s.patcher.Apply(context.Background(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"}))
+	change, err := s.patcher.Apply(t.Context(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestOnePatchPerChange(t *testing.T) {
 		t.Fatalf("patches %d, change %q", s.patches, change.Labels)
 	}
 	got := &corev1.Pod{}
-	if err := s.reader.Get(context.Background(), client.ObjectKeyFromObject(s.pod), got); err != nil {
+	if err := s.reader.Get(t.Context(), client.ObjectKeyFromObject(s.pod), got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Labels["ops.example.com/a"] != "1" || got.Labels["app"] != "x" {
@@ -126,11 +126,11 @@ func TestFailedTestRereadsAndRetries(t *testing.T) {
 		}
 		return c.Patch(ctx, obj, p)
 	})
-	if _, err := s.patcher.Apply(context.Background(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"})); err != nil {
+	if _, err := s.patcher.Apply(t.Context(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"})); err != nil {
 		t.Fatal(err)
 	}
 	got := &corev1.Pod{}
-	if err := s.reader.Get(context.Background(), client.ObjectKeyFromObject(s.pod), got); err != nil {
+	if err := s.reader.Get(t.Context(), client.ObjectKeyFromObject(s.pod), got); err != nil {
 		t.Fatal(err)
 	}
 	if got.Labels["ops.example.com/a"] != "1" || got.Labels["writer.example.com/k"] != "v" {
@@ -148,7 +148,7 @@ func TestRefusedPatchOnAnUnchangedObjectIsAnError(t *testing.T) {
 	s := newSetup(t, func(*setup, context.Context, client.WithWatch, client.Object, client.Patch) error {
 		return refused()
 	})
-	_, err := s.patcher.Apply(context.Background(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"}))
+	_, err := s.patcher.Apply(t.Context(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"}))
 	if !apierrors.IsInvalid(err) || s.patches != 1 {
 		t.Fatalf("err %v after %d patches; want the 422 after one patch", err, s.patches)
 	}
@@ -167,7 +167,7 @@ func TestGivesUpAfterMaxAttempts(t *testing.T) {
 		return refused()
 	})
 	s.patcher.MaxAttempts = 3
-	_, err := s.patcher.Apply(context.Background(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"}))
+	_, err := s.patcher.Apply(t.Context(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"}))
 	if !apierrors.IsInvalid(err) || s.patches != 3 {
 		t.Fatalf("err %v after %d patches; want an error after 3", err, s.patches)
 	}
@@ -177,7 +177,7 @@ func TestTargetGoneIsNotAnError(t *testing.T) {
 	s := newSetup(t, func(*setup, context.Context, client.WithWatch, client.Object, client.Patch) error {
 		return apierrors.NewNotFound(podGR, "p")
 	})
-	change, err := s.patcher.Apply(context.Background(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"}))
+	change, err := s.patcher.Apply(t.Context(), s.pod, planner(t, map[string]string{"ops.example.com/a": "1"}))
 	if err != nil || !change.Empty() {
 		t.Fatalf("change %+v, err %v", change, err)
 	}

@@ -1,15 +1,14 @@
 package podwatch
 
 import (
-	"context"
 	"testing"
 )
 
 func TestFullOnlyWhenTheContextAsks(t *testing.T) {
-	if Full(context.Background()) {
+	if Full(t.Context()) {
 		t.Fatal("a plain context asks for a full Pod watch")
 	}
-	if !Full(WithFull(context.Background())) {
+	if !Full(WithFull(t.Context())) {
 		t.Fatal("WithFull does not ask for a full Pod watch")
 	}
 }

@@ -88,14 +88,14 @@ func newFixture(t *testing.T, patchErr error, objs ...client.Object) *fixture {
 
 func (f *fixture) reconcile(t *testing.T) error {
 	t.Helper()
-	_, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "vm-a"}})
+	_, err := f.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "vm-a"}})
 	return err
 }
 
 func (f *fixture) vmi(t *testing.T) *kubevirtv1.VirtualMachineInstance {
 	t.Helper()
 	vmi := &kubevirtv1.VirtualMachineInstance{}
-	if err := f.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "vm-a"}, vmi); err != nil {
+	if err := f.c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "vm-a"}, vmi); err != nil {
 		t.Fatal(err)
 	}
 	return vmi
@@ -143,7 +143,7 @@ func TestVMIBeingDeletedIsLeftAlone(t *testing.T) {
 	vmi := vmiOf(vm, vm.UID, m{"ops.example.com/owner": "team-a"})
 	vmi.Finalizers = []string{"kubevirt.io/virtualMachineControllerFinalize"}
 	f := newFixture(t, nil, vm, vmi)
-	if err := f.c.Delete(context.Background(), vmi); err != nil {
+	if err := f.c.Delete(t.Context(), vmi); err != nil {
 		t.Fatal(err)
 	}
 	if f.vmi(t).DeletionTimestamp == nil {

@@ -221,7 +221,7 @@ func nodeServerSocket(t *testing.T, h sdk.NodeHookHandler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })

@@ -58,7 +58,7 @@ func serveSDK(t *testing.T, root, plugin string, handler any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -441,7 +441,7 @@ func TestBuildsWithoutCgoAndWithoutLibvirt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	for _, dep := range strings.Fields(string(out)) {
+	for dep := range strings.FieldsSeq(string(out)) {
 		if dep == "libvirt.org/go/libvirt" || strings.HasSuffix(dep, "/launcher-runtime/domainrun") || dep == "runtime/cgo" {
 			t.Errorf("kvpctl depends on %s", dep)
 		}

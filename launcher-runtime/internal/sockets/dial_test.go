@@ -58,7 +58,7 @@ func TestDialRechecksPathWhenConnecting(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "real"), dir); err != nil {
 		t.Fatal(err)
 	}
-	_, err = hooksv1alpha1.NewLauncherHookServiceClient(conn).PreBoot(context.Background(), &hooksv1alpha1.PreBootRequest{})
+	_, err = hooksv1alpha1.NewLauncherHookServiceClient(conn).PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{})
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "is a symlink") {
 		t.Fatalf("want the connection refused because of the symlink, got %v", err)
 	}
@@ -75,7 +75,7 @@ func TestDialRechecksPathWhenConnecting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn2.Close()
-	if _, err := hooksv1alpha1.NewLauncherHookServiceClient(conn2).PreBoot(context.Background(), &hooksv1alpha1.PreBootRequest{}); err != nil {
+	if _, err := hooksv1alpha1.NewLauncherHookServiceClient(conn2).PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{}); err != nil {
 		t.Fatalf("call through a clean path failed: %v", err)
 	}
 }

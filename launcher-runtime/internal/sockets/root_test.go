@@ -96,7 +96,7 @@ func TestBudgetIsSharedAcrossWaits(t *testing.T) {
 	missing := func(context.Context) error { return fs.ErrNotExist }
 	done := make(chan error)
 	go func() {
-		err := b.Wait(context.Background(), missing)
+		err := b.Wait(t.Context(), missing)
 		done <- err
 	}()
 	var stepped time.Duration
@@ -110,7 +110,7 @@ func TestBudgetIsSharedAcrossWaits(t *testing.T) {
 				t.Fatalf("waited %s, remaining %s; want the whole budget spent once", stepped, b.Remaining())
 			}
 			// A second wait has nothing left: it fails without waiting.
-			if err := b.Wait(context.Background(), missing); err == nil {
+			if err := b.Wait(t.Context(), missing); err == nil {
 				t.Fatalf("a spent budget let a wait succeed")
 			}
 			if clk.HasWaiters() {
@@ -154,7 +154,7 @@ func TestProbeSocketIsReadyWhenAConnectionSucceeds(t *testing.T) {
 	r := NewRoot(root)
 	path := filepath.Join(root, "p", "hook.sock")
 
-	if err := r.Probe(context.Background(), "p", socket); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotListening) {
+	if err := r.Probe(t.Context(), "p", socket); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrNotListening) {
 		t.Fatalf("missing socket: want not-exist, got %v", err)
 	}
 	staleSocket(t, path)
@@ -162,14 +162,14 @@ func TestProbeSocketIsReadyWhenAConnectionSucceeds(t *testing.T) {
 	if _, err := r.Check("p", socket); err != nil {
 		t.Fatalf("Check on the stale socket file: %v", err)
 	}
-	if err := r.Probe(context.Background(), "p", socket); !errors.Is(err, ErrNotListening) {
+	if err := r.Probe(t.Context(), "p", socket); !errors.Is(err, ErrNotListening) {
 		t.Fatalf("stale socket file: want ErrNotListening, got %v", err)
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
 	listen(t, path)
-	if err := r.Probe(context.Background(), "p", socket); err != nil {
+	if err := r.Probe(t.Context(), "p", socket); err != nil {
 		t.Fatalf("listening socket: %v", err)
 	}
 }
@@ -183,7 +183,7 @@ func TestBudgetWaitKeepsTryingAStaleSocketAndSaysNothingListens(t *testing.T) {
 		return fmt.Errorf("%w: connect: connection refused", ErrNotListening)
 	}
 	done := make(chan error)
-	go func() { done <- b.Wait(context.Background(), stale) }()
+	go func() { done <- b.Wait(t.Context(), stale) }()
 	for {
 		select {
 		case err := <-done:

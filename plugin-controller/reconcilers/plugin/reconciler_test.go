@@ -59,11 +59,11 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 
 func (f *fixture) reconcile(t *testing.T, name string) *pluginv1alpha1.Plugin {
 	t.Helper()
-	if _, err := f.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+	if _, err := f.r.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
 		t.Fatalf("Reconcile %s: %v", name, err)
 	}
 	var p pluginv1alpha1.Plugin
-	if err := f.client.Get(context.Background(), client.ObjectKey{Name: name}, &p); err != nil {
+	if err := f.client.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 		t.Fatal(err)
 	}
 	return &p
@@ -120,7 +120,7 @@ func TestReconcileReportsMissingReferencesAndTheirArrival(t *testing.T) {
 		t.Fatalf("events %q, want Warnings for AdmissionReferencesResolved and Ready", ev)
 	}
 
-	if err := f.client.Create(context.Background(), &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "map-a"}}); err != nil {
+	if err := f.client.Create(t.Context(), &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "map-a"}}); err != nil {
 		t.Fatal(err)
 	}
 	got = f.reconcile(t, "p")
@@ -166,7 +166,7 @@ func TestReconcileReportsAReferenceToAKindTheServerDoesNotServe(t *testing.T) {
 
 func TestReconcileOfADeletedPluginIsANoOp(t *testing.T) {
 	f := newFixture(t)
-	if _, err := f.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "gone"}}); err != nil {
+	if _, err := f.r.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "gone"}}); err != nil {
 		t.Fatalf("Reconcile of a missing Plugin: %v", err)
 	}
 	if f.statusWrites != 0 {

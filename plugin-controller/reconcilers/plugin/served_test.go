@@ -68,13 +68,13 @@ func TestRediscoveryReportsKindsTheServerStartsAndStopsServing(t *testing.T) {
 		changes = append(changes, change{added, removed})
 	}}
 
-	r.once(context.Background())
+	r.once(t.Context())
 	if len(changes) != 0 {
 		t.Fatalf("changes %v with nothing changed", changes)
 	}
 	// The cluster is upgraded to a version serving MutatingAdmissionPolicy.
 	stub.kinds = append(slices.Clone(kinds133), "MutatingAdmissionPolicy")
-	r.once(context.Background())
+	r.once(t.Context())
 	if len(changes) != 1 || !slices.Equal(changes[0].added, []string{"MutatingAdmissionPolicy"}) || len(changes[0].removed) != 0 {
 		t.Fatalf("changes %v, want MutatingAdmissionPolicy added", changes)
 	}
@@ -83,13 +83,13 @@ func TestRediscoveryReportsKindsTheServerStartsAndStopsServing(t *testing.T) {
 	}
 	// A failing discovery keeps what was known.
 	stub.err = errors.New("connection refused")
-	r.once(context.Background())
+	r.once(t.Context())
 	if len(changes) != 1 || !served.has("MutatingAdmissionPolicy") {
 		t.Fatalf("a failed discovery changed the set: changes %v", changes)
 	}
 	// Served no longer (a feature gate turned off).
 	stub.err, stub.kinds = nil, kinds133
-	r.once(context.Background())
+	r.once(t.Context())
 	if len(changes) != 2 || len(changes[1].added) != 0 || !slices.Equal(changes[1].removed, []string{"MutatingAdmissionPolicy"}) || served.has("MutatingAdmissionPolicy") {
 		t.Fatalf("changes %v, want MutatingAdmissionPolicy removed", changes)
 	}

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -31,7 +30,7 @@ func TestCreateWithInvalidCELIsAnInvalidErrorListingEachField(t *testing.T) {
 	p.Spec.LauncherHooks = []pluginv1alpha1.LauncherHook{{CEL: &pluginv1alpha1.CELHook{
 		HookPoint: pluginv1alpha1.GuestDefinition, Expression: `Domain{Bogus: 1}`,
 	}}}
-	_, err := v.ValidateCreate(context.Background(), p)
+	_, err := v.ValidateCreate(t.Context(), p)
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("error %v is not an Invalid status error", err)
 	}
@@ -46,7 +45,7 @@ func TestCreateWithInvalidCELIsAnInvalidErrorListingEachField(t *testing.T) {
 }
 
 func TestCreateWithValidCELIsAllowed(t *testing.T) {
-	if _, err := newValidator(t).ValidateCreate(context.Background(), plugin(`vmi.Name == "x"`)); err != nil {
+	if _, err := newValidator(t).ValidateCreate(t.Context(), plugin(`vmi.Name == "x"`)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -56,11 +55,11 @@ func TestUpdateKeepingAnInvalidSpecIsAllowedSoOldPluginsCanBeDeleted(t *testing.
 	old, updated := plugin(`vmi.Name`), plugin(`vmi.Name`)
 	updated.Finalizers = nil
 	updated.Labels = map[string]string{"relabelled": "yes"}
-	if _, err := v.ValidateUpdate(context.Background(), old, updated); err != nil {
+	if _, err := v.ValidateUpdate(t.Context(), old, updated); err != nil {
 		t.Fatalf("metadata-only update of a stored invalid Plugin rejected: %v", err)
 	}
 	changed := plugin(`vmi.Namespace`)
-	if _, err := v.ValidateUpdate(context.Background(), old, changed); !apierrors.IsInvalid(err) {
+	if _, err := v.ValidateUpdate(t.Context(), old, changed); !apierrors.IsInvalid(err) {
 		t.Fatalf("spec change to another invalid condition: error %v, want Invalid", err)
 	}
 }

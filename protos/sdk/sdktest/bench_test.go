@@ -1,7 +1,6 @@
 package sdktest_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/kubevirt-plugins/framework/protos/sdk"
@@ -23,7 +22,7 @@ func BenchmarkGuestDefinitionChecks(b *testing.B) {
 	c := sdktest.LauncherContract{Permitted: []string{sdk.HookGuestDefinition}}
 	b.ReportAllocs()
 	for b.Loop() {
-		for _, r := range sdktest.RunChecks(context.Background(), conn, sdktest.LauncherChecks(c)) {
+		for _, r := range sdktest.RunChecks(b.Context(), conn, sdktest.LauncherChecks(c)) {
 			if r.Status == sdktest.Fail {
 				b.Fatal(r)
 			}

@@ -103,7 +103,7 @@ func contextHonoured(ctx context.Context, what string, shortDeadline, timeout, g
 	}
 	baseline, err := timed(timeout)
 	if code := status.Code(err); code == codes.Unimplemented || code == codes.Unavailable || code == codes.DeadlineExceeded {
-		return failed(fmt.Errorf("%s answered %v: %v", what, code, err))
+		return failed(fmt.Errorf("%s answered %v: %w", what, code, err))
 	}
 	_, err = timed(shortDeadline)
 	shortCode := status.Code(err)
@@ -113,7 +113,7 @@ func contextHonoured(ctx context.Context, what string, shortDeadline, timeout, g
 	}
 	next, err := timed(timeout)
 	if code := status.Code(err); code == codes.Unavailable || code == codes.DeadlineExceeded {
-		return failed(fmt.Errorf("%s after a call that ended at its %v deadline answered %v: %v", what, shortDeadline, code, err))
+		return failed(fmt.Errorf("%s after a call that ended at its %v deadline answered %v: %w", what, shortDeadline, code, err))
 	}
 	if next > baseline+grace {
 		return failed(fmt.Errorf("%s after a call that ended at its %v deadline took %v, an undisturbed call %v: the handler kept working after its caller gave up",

@@ -48,7 +48,7 @@ func ExampleRunChecks() {
 		}
 		defer conn.Close()
 		checks := sdktest.LauncherChecks(sdktest.LauncherContract{Permitted: []string{sdk.HookGuestDefinition}})
-		for _, r := range sdktest.RunChecks(context.Background(), conn, checks) {
+		for _, r := range sdktest.RunChecks(t.Context(), conn, checks) {
 			fmt.Println(r.Status, r.Check)
 		}
 	}

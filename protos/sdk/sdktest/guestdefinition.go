@@ -306,11 +306,11 @@ func canonicalDomain(b []byte) (string, error) {
 func lineDiff(a, b string) string {
 	only := func(x, y, sign string) []string {
 		remaining := map[string]int{}
-		for _, l := range strings.Split(y, "\n") {
+		for l := range strings.SplitSeq(y, "\n") {
 			remaining[strings.TrimSpace(l)]++
 		}
 		var out []string
-		for _, l := range strings.Split(x, "\n") {
+		for l := range strings.SplitSeq(x, "\n") {
 			t := strings.TrimSpace(l)
 			if remaining[t] > 0 {
 				remaining[t]--

@@ -76,7 +76,7 @@ func runCheck(t *testing.T, socket, name string, c sdktest.LauncherContract) sdk
 	t.Helper()
 	for _, check := range sdktest.LauncherChecks(c) {
 		if check.Name == name {
-			return check.Run(context.Background(), dial(t, socket))
+			return check.Run(t.Context(), dial(t, socket))
 		}
 	}
 	t.Fatalf("no check %q for permitted hooks %v", name, c.Permitted)
@@ -87,7 +87,7 @@ func runNodeCheck(t *testing.T, socket, name string, c sdktest.NodeContract) sdk
 	t.Helper()
 	for _, check := range sdktest.NodeChecks(c) {
 		if check.Name == name {
-			return check.Run(context.Background(), dial(t, socket))
+			return check.Run(t.Context(), dial(t, socket))
 		}
 	}
 	t.Fatalf("no node check %q", name)
@@ -141,7 +141,7 @@ func serveRaw(t *testing.T, register func(*grpc.Server)) string {
 
 func TestWellBehavedSidecarPassesEveryCheck(t *testing.T) {
 	socket := sdktest.StartLauncher(t, "demo", wellBehaved{})
-	results := sdktest.RunChecks(context.Background(), dial(t, socket), sdktest.LauncherChecks(contract(t, allLauncherHooks...)))
+	results := sdktest.RunChecks(t.Context(), dial(t, socket), sdktest.LauncherChecks(contract(t, allLauncherHooks...)))
 	if len(results) < 15 {
 		t.Fatalf("only %d checks ran", len(results))
 	}
@@ -151,7 +151,7 @@ func TestWellBehavedSidecarPassesEveryCheck(t *testing.T) {
 		}
 	}
 	node := sdktest.StartNode(t, wellBehavedNode{})
-	for _, r := range sdktest.RunChecks(context.Background(), dial(t, node), sdktest.NodeChecks(sdktest.NodeContract{})) {
+	for _, r := range sdktest.RunChecks(t.Context(), dial(t, node), sdktest.NodeChecks(sdktest.NodeContract{})) {
 		if r.Status != sdktest.Pass {
 			t.Errorf("%s", r)
 		}
@@ -191,7 +191,7 @@ func TestGuestDefinitionRepeatableFailsSidecarChangingOnlyOnFirstCall(t *testing
 // later calls of Repeatable are compared with it.
 func TestGuestDefinitionRepeatableComparesWithTheFirstCallOfTheRun(t *testing.T) {
 	socket := sdktest.StartLauncher(t, "demo", &firstCallOnly{})
-	results := sdktest.RunChecks(context.Background(), dial(t, socket), sdktest.LauncherChecks(contract(t, sdk.HookGuestDefinition)))
+	results := sdktest.RunChecks(t.Context(), dial(t, socket), sdktest.LauncherChecks(contract(t, sdk.HookGuestDefinition)))
 	for _, r := range results {
 		if r.Check == "GuestDefinition/Repeatable" {
 			wantStatus(t, r, sdktest.Fail, "call 2 on the same domain returned a different domain", "- <title>tuned</title>")
@@ -446,7 +446,7 @@ func (i *isoReader) PreBoot(_ context.Context, r *sdk.PreBootRequest) error {
 		return err
 	}
 	if label, err := img.Label(); err != nil || strings.TrimSpace(label) != "cidata" {
-		return fmt.Errorf("volume label %q (%v), want cidata", label, err)
+		return fmt.Errorf("volume label %q (%w), want cidata", label, err)
 	}
 	root, err := img.RootDir()
 	if err != nil {

@@ -33,7 +33,7 @@ func checkNodeRepeatable(c NodeContract, hp sdk.NodeHookPoint) Check {
 				cancel()
 				seen[i] = status.Code(err)
 				if seen[i] == codes.Unimplemented || seen[i] == codes.Unavailable {
-					return failed(fmt.Errorf("ExecuteNodeHook(%s) answered %v: %v", hp, seen[i], err))
+					return failed(fmt.Errorf("ExecuteNodeHook(%s) answered %v: %w", hp, seen[i], err))
 				}
 				if seen[i] != seen[0] {
 					return failed(fmt.Errorf("ExecuteNodeHook(%s) called %d times for one event answered %v", hp, i+1, seen[:i+1]))

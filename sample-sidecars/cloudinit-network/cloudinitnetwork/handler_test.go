@@ -1,7 +1,6 @@
 package cloudinitnetwork
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -89,7 +88,7 @@ func preBoot(t *testing.T, h *Handler, vmi *kubevirtv1.VirtualMachineInstance, i
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	_, err = hooksv1alpha1.NewLauncherHookServiceClient(conn).PreBoot(context.Background(), &hooksv1alpha1.PreBootRequest{
+	_, err = hooksv1alpha1.NewLauncherHookServiceClient(conn).PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{
 		Vmi:       vmiJSON(t, vmi),
 		Artifacts: &hooksv1alpha1.BootArtifacts{CloudInitIso: iso, EphemeralDiskDir: filepath.Dir(iso)},
 	})
@@ -364,7 +363,7 @@ func TestCloudInitNetworkPassesLauncherContract(t *testing.T) {
 // reads and rewrites.
 func TestCloudInitNetworkPassesLauncherContractOnTheStandInISO(t *testing.T) {
 	socket := sdktest.StartLauncher(t, "cloudinit-network", New(Options{}))
-	results := sdktest.RunChecks(context.Background(), dialContract(t, socket), sdktest.LauncherChecks(sdktest.LauncherContract{
+	results := sdktest.RunChecks(t.Context(), dialContract(t, socket), sdktest.LauncherChecks(sdktest.LauncherContract{
 		Permitted: []string{sdk.HookPreBoot},
 		VMI:       vmiJSON(t, vmiWithNetworks(map[string]string{NetworkStatusAnnotation: networkStatus})),
 	}))

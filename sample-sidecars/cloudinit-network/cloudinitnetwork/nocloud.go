@@ -95,7 +95,7 @@ func (iso *ISO) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ISO writer (needs a writable temporary directory): %w", err)
 	}
-	defer w.Cleanup()
+	defer func() { _ = w.Cleanup() }() // removes the writer's staging files; the ISO is written or its error returned
 	names := make([]string, 0, len(iso.Files))
 	for n := range iso.Files {
 		names = append(names, n)

@@ -1,7 +1,7 @@
 package tuner
 
 import (
-	"context"
+	"maps"
 	"reflect"
 	"testing"
 
@@ -28,7 +28,7 @@ func serve(t *testing.T) hooksv1alpha1.LauncherHookServiceClient {
 
 func kubevirtParams() *hooksv1alpha1.MigrationParams {
 	return &hooksv1alpha1.MigrationParams{
-		MigrateUri: &hooksv1alpha1.StringParam{Value: proto.String("tcp://10.0.0.2:49152")},
+		MigrateUri: &hooksv1alpha1.StringParam{Value: new("tcp://10.0.0.2:49152")},
 		Bandwidth:  &hooksv1alpha1.Uint64Param{Value: proto.Uint64(0)},
 	}
 }
@@ -37,7 +37,7 @@ func kubevirtParams() *hooksv1alpha1.MigrationParams {
 func migrate(t *testing.T, cl hooksv1alpha1.LauncherHookServiceClient, labels map[string]string) (sdk.MigrationFlags, map[string]any, error) {
 	t.Helper()
 	params := kubevirtParams()
-	resp, err := cl.PreMigrationSource(context.Background(), &hooksv1alpha1.PreMigrationSourceRequest{
+	resp, err := cl.PreMigrationSource(t.Context(), &hooksv1alpha1.PreMigrationSourceRequest{
 		Vmi:    sdktest.VMIJSON("default", "vm1", labels, nil),
 		Flags:  uint64(kubevirtFlags),
 		Params: params,
@@ -57,9 +57,7 @@ func TestLabelsTuneMigration(t *testing.T) {
 	base := map[string]any{"migrate_uri": "tcp://10.0.0.2:49152", "bandwidth": uint64(0)}
 	with := func(kv ...any) map[string]any {
 		m := map[string]any{}
-		for k, v := range base {
-			m[k] = v
-		}
+		maps.Copy(m, base)
 		for i := 0; i < len(kv); i += 2 {
 			m[kv[i].(string)] = kv[i+1]
 		}
@@ -111,7 +109,7 @@ func TestLabelsTuneMigration(t *testing.T) {
 }
 
 func TestNoLabelsGiveEmptyResponse(t *testing.T) {
-	resp, err := serve(t).PreMigrationSource(context.Background(), &hooksv1alpha1.PreMigrationSourceRequest{
+	resp, err := serve(t).PreMigrationSource(t.Context(), &hooksv1alpha1.PreMigrationSourceRequest{
 		Vmi: sdktest.VMIJSON("default", "vm1", nil, nil), Flags: uint64(kubevirtFlags), Params: kubevirtParams(),
 	})
 	if err != nil {

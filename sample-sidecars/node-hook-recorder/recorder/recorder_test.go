@@ -48,7 +48,7 @@ func TestRecorderRecordsEveryEventInOrder(t *testing.T) {
 	rec, cl := newRecorder(t, Options{})
 	points := []sdk.NodeHookPoint{sdk.NodeHookPreVMStart, sdk.NodeHookPostVMStart, sdk.NodeHookPostVMStart, sdk.NodeHookOnVMStop}
 	for _, hp := range points {
-		if err := execute(context.Background(), cl, hp, "vm1"); err != nil {
+		if err := execute(t.Context(), cl, hp, "vm1"); err != nil {
 			t.Fatalf("%s: %v", hp, err)
 		}
 	}
@@ -70,10 +70,10 @@ func TestRecorderRecordsEveryEventInOrder(t *testing.T) {
 
 func TestRecorderFailsOnDemand(t *testing.T) {
 	rec, cl := newRecorder(t, Options{FailHookPoints: []sdk.NodeHookPoint{sdk.NodeHookPreVMStart}})
-	if err := execute(context.Background(), cl, sdk.NodeHookPreVMStart, "vm1"); status.Code(err) != codes.Unknown {
+	if err := execute(t.Context(), cl, sdk.NodeHookPreVMStart, "vm1"); status.Code(err) != codes.Unknown {
 		t.Fatalf("PreVMStart answered %v, want an Unknown error", err)
 	}
-	if err := execute(context.Background(), cl, sdk.NodeHookPostVMStop, "vm1"); err != nil {
+	if err := execute(t.Context(), cl, sdk.NodeHookPostVMStop, "vm1"); err != nil {
 		t.Fatalf("PostVMStop: %v", err)
 	}
 	got, err := ReadEvents(rec.opts.Path)
@@ -87,7 +87,7 @@ func TestRecorderFailsOnDemand(t *testing.T) {
 
 func TestRecorderDelayEndsWithCallerContext(t *testing.T) {
 	rec, cl := newRecorder(t, Options{Delay: time.Hour})
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	if err := execute(ctx, cl, sdk.NodeHookPreMigrationTarget, "vm1"); status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("slow call answered %v, want DeadlineExceeded", err)
@@ -109,7 +109,7 @@ func TestRecorderContinuesSequenceAfterRestart(t *testing.T) {
 	}
 	req := &sdk.NodeHookRequest{HookPoint: sdk.NodeHookPreVMStart, VMI: sdkVMI(t), NodeName: "n"}
 	for range 2 {
-		if err := first.ExecuteNodeHook(context.Background(), req); err != nil {
+		if err := first.ExecuteNodeHook(t.Context(), req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -121,7 +121,7 @@ func TestRecorderContinuesSequenceAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer second.Close()
-	if err := second.ExecuteNodeHook(context.Background(), req); err != nil {
+	if err := second.ExecuteNodeHook(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
 	got, err := ReadEvents(path)

@@ -1,7 +1,6 @@
 package smbioswatchdog
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,7 +28,7 @@ func serve(t *testing.T) hooksv1alpha1.LauncherHookServiceClient {
 
 func guestDefinition(t *testing.T, cl hooksv1alpha1.LauncherHookServiceClient, labels map[string]string, domainXML string) (*libvirtxml.Domain, error) {
 	t.Helper()
-	resp, err := cl.GuestDefinition(context.Background(), &hooksv1alpha1.GuestDefinitionRequest{
+	resp, err := cl.GuestDefinition(t.Context(), &hooksv1alpha1.GuestDefinitionRequest{
 		DomainXml:      []byte(domainXML),
 		Vmi:            sdktest.VMIJSON("default", "vm1", labels, nil),
 		SidecarContext: &hooksv1alpha1.SidecarContext{InvocationContext: string(sdk.InvocationBoot)},

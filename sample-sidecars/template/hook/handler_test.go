@@ -1,7 +1,6 @@
 package hook
 
 import (
-	"context"
 	"testing"
 
 	"libvirt.org/go/libvirtxml"
@@ -32,7 +31,7 @@ func TestLabelSetsDescription(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	resp, err := hooksv1alpha1.NewLauncherHookServiceClient(conn).GuestDefinition(context.Background(), &hooksv1alpha1.GuestDefinitionRequest{
+	resp, err := hooksv1alpha1.NewLauncherHookServiceClient(conn).GuestDefinition(t.Context(), &hooksv1alpha1.GuestDefinitionRequest{
 		DomainXml: []byte(sdktest.MinimalDomainXML),
 		Vmi:       sdktest.VMIJSON("default", "vm1", map[string]string{Label: "hello"}, nil),
 	})

@@ -16,18 +16,18 @@ func ExampleStart() {
 		fmt.Println(err)
 		return
 	}
-	defer nw.Remove(ctx)
+	defer func() { _ = nw.Remove(ctx) }()
 	source, err := libvirtd.Start(ctx, libvirtd.Options{Network: nw, Alias: "source"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer source.Terminate(ctx)
+	defer func() { _ = source.Terminate(ctx) }()
 	target, err := libvirtd.Start(ctx, libvirtd.Options{Network: nw, Alias: "target"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer target.Terminate(ctx)
+	defer func() { _ = target.Terminate(ctx) }()
 	fmt.Println(source.URI(), "migrates to", target.PeerURI())
 }

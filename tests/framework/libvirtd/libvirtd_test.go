@@ -1,7 +1,6 @@
 package libvirtd_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -24,7 +23,7 @@ func TestLibvirtdDefinesAndStartsDisklessDomain(t *testing.T) {
 	}
 	defer dom.Free()
 	if err := dom.Create(); err != nil {
-		t.Fatalf("start: %v\n%s", err, node.Logs(context.Background()))
+		t.Fatalf("start: %v\n%s", err, node.Logs(t.Context()))
 	}
 	state, _, err := dom.GetState()
 	if err != nil {
@@ -34,7 +33,7 @@ func TestLibvirtdDefinesAndStartsDisklessDomain(t *testing.T) {
 		t.Fatalf("domain state = %d, want running (%d)", state, libvirt.DOMAIN_RUNNING)
 	}
 	// The daemon in the container agrees, seen through its own socket.
-	out, err := node.Virsh(context.Background(), "domstate", "smoke")
+	out, err := node.Virsh(t.Context(), "domstate", "smoke")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +47,7 @@ func TestNodesOnOneNetworkResolveEachOtherByAlias(t *testing.T) {
 	a := libvirtd.StartT(t, libvirtd.Options{Network: nw, Alias: "node-a"})
 	b := libvirtd.StartT(t, libvirtd.Options{Network: nw, Alias: "node-b"})
 
-	out, err := a.Exec(context.Background(), "virsh", "-c", b.PeerURI(), "hostname")
+	out, err := a.Exec(t.Context(), "virsh", "-c", b.PeerURI(), "hostname")
 	if err != nil {
 		t.Fatal(err)
 	}

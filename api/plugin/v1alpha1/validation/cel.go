@@ -58,8 +58,7 @@ func All(p *v1alpha1.Plugin, env *celenv.Env) field.ErrorList {
 // compileMessage leaves the expression out: the field path already says
 // which one it is, and expressions can be long.
 func compileMessage(err error) string {
-	var ce *celenv.CompileError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*celenv.CompileError](err); ok {
 		return ce.Reason + " error: " + ce.Message
 	}
 	return err.Error()

@@ -7,6 +7,7 @@ package validation
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -176,21 +177,11 @@ func nodeSocket(path string) error {
 }
 
 func validLauncherPoint(p v1alpha1.LauncherHookPoint) bool {
-	for _, q := range v1alpha1.LauncherHookPoints {
-		if p == q {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(v1alpha1.LauncherHookPoints, p)
 }
 
 func validNodePoint(p v1alpha1.NodeHookPoint) bool {
-	for _, q := range v1alpha1.NodeHookPoints {
-		if p == q {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(v1alpha1.NodeHookPoints, p)
 }
 
 func launcherPointNames() []string {
