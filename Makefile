@@ -18,7 +18,7 @@ generate: ## Regenerate deepcopy, CRDs, protos and RBAC from scratch.
 	@hack/generate.sh
 	@$(if $(GENERATE_TARGETS),$(MAKE) -s $(GENERATE_TARGETS))
 
-verify: ## Fail on stale generated code, untidy or misaligned modules, gofmt or vet findings.
+verify: ## Fail on stale generated code, untidy or misaligned modules, gofmt, vet or golangci-lint findings.
 	@hack/verify.sh
 
 test: setup ## Run every module's tests, the integration tests on a real API server and libvirtd included.

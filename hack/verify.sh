@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails on stale generated code, untidy modules, modules that require
-# different versions of one dependency, unformatted code, vet findings, or a
-# module that does not build on its own (GOWORK=off).
+# different versions of one dependency, unformatted code, vet or
+# golangci-lint findings, or a module that does not build on its own
+# (GOWORK=off).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -32,6 +33,7 @@ for m in $(modules); do
   log "vet and standalone build: $m"
   (cd "$m" && go vet ./... && GOWORK=off go build ./...) || fail=1
 done
+hack/lint.sh || fail=1
 for m in api protos; do
   log "cgo-free build: $m"
   (cd "$m" && CGO_ENABLED=0 go build ./...) || fail=1
