@@ -342,10 +342,11 @@ func TestCABundleIsInjectedAsSoonAsTheWebhookConfigurationIsCreated(t *testing.T
 	if err := admin.Get(ctx, client.ObjectKey{Name: "plugin-controller"}, &saved); err != nil {
 		t.Fatal(err)
 	}
+	// recreate also runs as a cleanup, when the test's context is done.
 	recreate := func() error {
 		vwc := saved.DeepCopy()
 		vwc.ObjectMeta = metav1.ObjectMeta{Name: saved.Name, Labels: saved.Labels, Annotations: saved.Annotations}
-		return admin.Create(ctx, vwc)
+		return admin.Create(context.WithoutCancel(ctx), vwc)
 	}
 	if err := admin.Delete(ctx, &saved); err != nil {
 		t.Fatal(err)

@@ -85,6 +85,7 @@ func TestReplicasStartingTogetherWithNoCASecretAgreeOnOneCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		ctx := context.WithoutCancel(ctx) // the test's context is done when cleanups run
 		_ = admin.Delete(ctx, vwc)
 		_ = admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: secret.Namespace, Name: secret.Name}})
 	})

@@ -1,6 +1,7 @@
 package labelsync
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -23,7 +24,8 @@ func setFinalizers(t *testing.T, obj client.Object, finalizers []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := server.Client.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, data)); err != nil {
+	// Also a cleanup, when the test's context is already done.
+	if err := server.Client.Patch(context.WithoutCancel(t.Context()), obj, client.RawPatch(types.MergePatchType, data)); err != nil {
 		t.Fatalf("setting the finalizers of %s: %v", obj.GetName(), err)
 	}
 }
