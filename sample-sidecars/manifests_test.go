@@ -302,3 +302,31 @@ func TestPluginConditionsSelectOptedInVMIs(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryImageRunsAsANonRootUser: each Go sample's Dockerfile, like the
+// controllers', ends with a USER that is neither root nor unset, so the
+// image runs as non-root wherever nothing else is asked for. (The Python
+// sample's Dockerfile is written by hack/build-python-image.sh, as USER
+// 107:107.)
+func TestEveryImageRunsAsANonRootUser(t *testing.T) {
+	files := []string{"../plugin-controller/Dockerfile", "../label-syncer/Dockerfile"}
+	for _, s := range samples {
+		files = append(files, filepath.Join(s, "Dockerfile"))
+	}
+	userLine := regexp.MustCompile(`(?m)^USER\s+(\S+)\s*$`)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users := userLine.FindAllStringSubmatch(string(data), -1)
+		if len(users) == 0 {
+			t.Errorf("%s: no USER line; the image would run as root", f)
+			continue
+		}
+		user, _, _ := strings.Cut(users[len(users)-1][1], ":")
+		if user == "0" || user == "root" {
+			t.Errorf("%s: USER %s runs the image as root", f, users[len(users)-1][1])
+		}
+	}
+}

@@ -57,9 +57,10 @@ func runDir(t *testing.T) string {
 	return filepath.Join(socketRoot, "r"+strconv.Itoa(id))
 }
 
-// startRecorder runs the recorder image with dir (below this test run's
-// directory) bind-mounted at /data, serving dir/<socketName> and appending
-// to eventsDir/events.jsonl. Extra flags (delay, failures) follow.
+// startRecorder runs the recorder image, as its own non-root user, with dir
+// (below this test run's directory, owned by that user) bind-mounted at
+// /data, serving dir/<socketName> and appending to eventsDir/events.jsonl.
+// Extra flags (delay, failures) follow.
 func startRecorder(t *testing.T, dir, socketName, eventsDir string, flags ...string) *recorder {
 	t.Helper()
 	hostDir := filepath.Join(runDir(t), dir)
@@ -69,6 +70,11 @@ func startRecorder(t *testing.T, dir, socketName, eventsDir string, flags ...str
 	eventsHost := filepath.Join(runDir(t), eventsDir)
 	if err := os.MkdirAll(eventsHost, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	for _, d := range []string{hostDir, eventsHost} {
+		if err := os.Chown(d, recorderUID, recorderUID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	args := append([]string{"--socket", "/data/" + socketName, "--events-file", "/events/events.jsonl"}, flags...)
 	ctr, err := testcontainers.Run(t.Context(), recorderImage,
@@ -188,7 +194,8 @@ func waitForStore(t *testing.T, ps ...*pluginv1alpha1.Plugin) {
 
 func deleteAllPlugins(t *testing.T) {
 	t.Helper()
-	if err := server.Client.DeleteAllOf(t.Context(), &pluginv1alpha1.Plugin{}); err != nil {
+	// A cleanup: the test's context is already done.
+	if err := server.Client.DeleteAllOf(context.WithoutCancel(t.Context()), &pluginv1alpha1.Plugin{}); err != nil {
 		t.Errorf("deleting Plugins: %v", err)
 		return
 	}

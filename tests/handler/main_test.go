@@ -24,6 +24,9 @@ import (
 // recorderImage is built from sample-sidecars/node-hook-recorder by TestMain.
 const recorderImage = "kvp-node-hook-recorder:handler-test"
 
+// recorderUID is the user the recorder image runs as (its Dockerfile).
+const recorderUID = 65532
+
 var (
 	server *apiserver.Server
 	// pluginsGate is the Plugins feature gate handed to the store.
