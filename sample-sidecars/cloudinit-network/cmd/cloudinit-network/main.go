@@ -1,6 +1,9 @@
 // Command cloudinit-network is a PreBoot sidecar that writes a cloud-init
 // network-config built from the Pod's network-status annotation into the
 // VM's NoCloud ISO. See README.md.
+//
+// Its main has the same shape as every sample's on purpose: each sample is
+// meant to be read and copied on its own, so none imports a shared main.
 package main
 
 import (

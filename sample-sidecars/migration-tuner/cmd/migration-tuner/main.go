@@ -1,5 +1,8 @@
 // Command migration-tuner is a PreMigrationSource sidecar that tunes live
 // migration per VMI from its labels. See README.md.
+//
+// Its main has the same shape as every sample's on purpose: each sample is
+// meant to be read and copied on its own, so none imports a shared main.
 package main
 
 import (

@@ -1,6 +1,9 @@
 // Command smbios-watchdog is a GuestDefinition sidecar that sets SMBIOS
 // system information and an i6300esb watchdog from VMI labels. See
 // README.md.
+//
+// Its main has the same shape as every sample's on purpose: each sample is
+// meant to be read and copied on its own, so none imports a shared main.
 package main
 
 import (

@@ -3,6 +3,9 @@
 // Keep main thin: parse flags, build the handler, serve. The SDK creates
 // the socket at <socket-root>/<plugin-name>/<socket-name>, stops gracefully
 // when the context ends (SIGTERM from the kubelet) and removes the socket.
+//
+// The other samples' mains repeat this one on purpose: a sample is meant to
+// be copied whole, so none of them imports a shared main.
 package main
 
 import (
