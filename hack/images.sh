@@ -3,9 +3,9 @@
 # pulling anything: plugin-controller, label-syncer and every
 # sample-sidecars/<name>/ that has a Dockerfile. Each image holds one static
 # binary (CGO_ENABLED=0) on top of `scratch`, run by a USER its Dockerfile
-# names: 65532 for the controllers, 107 (the launcher's user) for the
-# launcher sidecars, root only for node-hook-recorder, which writes into
-# root's host directories (its Dockerfile says why).
+# names, never root: 65532 for the controllers and node-hook-recorder (whose
+# DaemonSet asks for root, as its host directories belong to root), 107 (the
+# launcher's user) for the launcher sidecars.
 #
 #   hack/images.sh                 build every image
 #   hack/images.sh NAME...         build only these components
