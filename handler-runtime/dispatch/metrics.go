@@ -1,10 +1,11 @@
 package dispatch
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubevirt-plugins/framework/protos/collectors"
 )
 
 // Outcomes of a node hook call, the outcome label of the call metrics.
@@ -73,17 +74,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// register registers c on reg, or returns the identical collector already
-// registered there; any other failure is returned.
+// register applies the project's registration rule (protos/collectors).
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
+	c, err := collectors.Register(reg, c)
+	if err != nil {
+		return c, fmt.Errorf("registering node hook metrics: %w", err)
 	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("registering node hook metrics: %w", err)
+	return c, nil
 }

@@ -67,7 +67,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // register registers c on reg, or returns the identical collector already
-// registered there; any other failure is returned.
+// registered there; any other failure is returned. It is a deliberate copy
+// of protos/collectors.Register, the project's one registration rule:
+// label-syncer links none of the other modules, and depending on protos
+// would bring gRPC into it for these lines.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	err := reg.Register(c)
 	if err == nil {

@@ -1,11 +1,12 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubevirt-plugins/framework/protos/collectors"
 )
 
 // Outcome of one launcher hook at one hook point call, the value of the
@@ -63,19 +64,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// register registers c on reg, or returns the identical collector already
-// registered there; any other failure is returned.
+// register applies the project's registration rule (protos/collectors).
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
+	c, err := collectors.Register(reg, c)
+	if err != nil {
+		return c, fmt.Errorf("registering launcher hook metrics: %w", err)
 	}
-	if are, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("registering launcher hook metrics: %w", err)
+	return c, nil
 }
 
 func (m *metrics) observe(plugin, point string, outcome Outcome, took time.Duration) {

@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 
@@ -10,10 +9,11 @@ import (
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/kubevirt-plugins/framework/protos/collectors"
 )
 
 // interceptorChain composes, outermost first, metrics (when a registerer is
@@ -26,16 +26,9 @@ func interceptorChain(name string, o options) (grpc.ServerOption, *grpcprom.Serv
 		metrics = grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
 		// An identical collector already registered is reused, any other
 		// failure returned (the project's policy, README.md "Metrics").
-		if err := o.registerer.Register(metrics); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, nil, fmt.Errorf("%s: register gRPC server metrics: %w", name, err)
-			}
-			existing, ok := are.ExistingCollector.(*grpcprom.ServerMetrics)
-			if !ok {
-				return nil, nil, fmt.Errorf("%s: register gRPC server metrics: %w", name, err)
-			}
-			metrics = existing
+		var err error
+		if metrics, err = collectors.Register(o.registerer, metrics); err != nil {
+			return nil, nil, fmt.Errorf("%s: register gRPC server metrics: %w", name, err)
 		}
 		chain = append(chain, metrics.UnaryServerInterceptor())
 	}
