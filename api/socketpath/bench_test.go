@@ -13,11 +13,7 @@ import (
 // leaves a window between the check and connect(2). Each iteration closes
 // the connection it made.
 func BenchmarkDial(b *testing.B) {
-	base, err := os.MkdirTemp("", "spb-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = os.RemoveAll(base) })
+	base := shortTempDir(b)
 	if err := os.MkdirAll(filepath.Join(base, "plugin"), 0o755); err != nil {
 		b.Fatal(err)
 	}

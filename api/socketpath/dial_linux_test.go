@@ -26,11 +26,7 @@ func reached(t *testing.T, conn net.Conn) string {
 // redirect a connect(2) to the path Walk returned, which is the window Dial
 // closes.
 func TestDialIsNotRedirectedByASymlinkSwappedInAfterTheCheck(t *testing.T) {
-	base, err := os.MkdirTemp("", "sp-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	base := shortTempDir(t)
 	for _, d := range []string{"root/p", "elsewhere"} {
 		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
 			t.Fatal(err)

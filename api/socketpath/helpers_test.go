@@ -2,12 +2,29 @@ package socketpath
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
-// serve answers every connection on path with tag and closes it.
+// shortTempDir keeps socket paths well under sun_path's 108 bytes.
+func shortTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/tmp", "sp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// serve creates path's directory and answers every connection on path with
+// tag and closes it.
 func serve(t testing.TB, path, tag string) {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)

@@ -10,11 +10,7 @@ import (
 )
 
 func TestWalkRefusesSymlinksBelowTheRootAndTrustsTheRootsOwn(t *testing.T) {
-	base, err := os.MkdirTemp("", "sp-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	base := shortTempDir(t)
 	real := filepath.Join(base, "real")
 	for _, d := range []string{"real/p", "real/other"} {
 		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {

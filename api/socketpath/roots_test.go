@@ -3,7 +3,6 @@ package socketpath
 import (
 	"errors"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,35 +11,12 @@ import (
 	v1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 )
 
-// shortTempDir keeps socket paths well under sun_path's 108 bytes.
-func shortTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/tmp", "sp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-func listen(t *testing.T, path string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-}
-
 func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
 	base := shortTempDir(t)
 	root := filepath.Join(base, "kv")
 	outside := filepath.Join(base, "other")
-	listen(t, filepath.Join(root, "plugins", "a.sock"))
-	listen(t, filepath.Join(outside, "b.sock"))
+	serve(t, filepath.Join(root, "plugins", "a.sock"), "")
+	serve(t, filepath.Join(outside, "b.sock"), "")
 	if err := os.Symlink(outside, filepath.Join(root, "linkdir")); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +29,7 @@ func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "notadir"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	listen(t, filepath.Join(base, "kvx", "c.sock"))
+	serve(t, filepath.Join(base, "kvx", "c.sock"), "")
 
 	tests := []struct {
 		name       string
@@ -123,7 +99,7 @@ func TestSocketMustLieUnderAllowedRootWithoutSymlinks(t *testing.T) {
 func TestSymlinkedRootIsResolvedAndAllowed(t *testing.T) {
 	base := shortTempDir(t)
 	real := filepath.Join(base, "run", "kv")
-	listen(t, filepath.Join(real, "p", "a.sock"))
+	serve(t, filepath.Join(real, "p", "a.sock"), "")
 	// Like /var/run -> /run on many hosts: the root itself goes through a link.
 	if err := os.Symlink(filepath.Join(base, "run"), filepath.Join(base, "varrun")); err != nil {
 		t.Fatal(err)
