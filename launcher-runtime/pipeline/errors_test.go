@@ -52,7 +52,7 @@ func TestHookFailureIsATypedHookError(t *testing.T) {
 		point   pluginv1alpha1.LauncherHookPoint
 		want    pipeline.HookError
 		isCause func(error) bool
-		ctx     context.Context           // default: context.Background()
+		ctx     context.Context           // default: t.Context()
 		opts    func(o *pipeline.Options) // default: none
 	}{
 		{"SidecarStatus", plugin("side", celHook(celAppend("x")), sidecarHook(sidecarSocket, gd)), gd,
