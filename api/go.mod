@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/cel-go v0.31.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/tools v0.51.0
 	k8s.io/apimachinery v0.36.3
 	kubevirt.io/api v1.9.0
 	libvirt.org/go/libvirtxml v1.12008.0

@@ -3,7 +3,7 @@
 // libvirt definition tests of launcher-runtime/domainrun run the same
 // expressions and expect the same domains.
 //
-// A case file, <Rule>.txtar, shows one merge rule on one input domain. Its
+// A case file, <Rule>.txtar (the txtar format of golang.org/x/tools), shows one merge rule on one input domain. Its
 // text before the first section says what the rule is. Sections start with a
 // line "-- name --":
 //
@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/tools/txtar"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -85,11 +86,11 @@ func LoadMergeCase(path string) (MergeCase, error) {
 		return MergeCase{}, err
 	}
 	c := MergeCase{Rule: strings.TrimSuffix(filepath.Base(path), ".txtar"), Path: path}
-	about, sections := split(string(data))
-	c.About = strings.TrimSpace(about)
-	for _, s := range sections {
-		body := strings.TrimSpace(s.body)
-		switch name := s.name; {
+	archive := txtar.Parse(data)
+	c.About = strings.TrimSpace(string(archive.Comment))
+	for _, f := range archive.Files {
+		body := strings.TrimSpace(string(f.Data))
+		switch name := f.Name; {
 		case name == "input":
 			in, err := os.ReadFile(filepath.Join(filepath.Dir(path), body))
 			if err != nil {
@@ -113,33 +114,4 @@ func LoadMergeCase(path string) (MergeCase, error) {
 		return MergeCase{}, fmt.Errorf("%s: no expr", path)
 	}
 	return c, nil
-}
-
-type section struct{ name, body string }
-
-// split cuts a case file into the text before the first section and the
-// sections.
-func split(text string) (string, []section) {
-	var about strings.Builder
-	var out []section
-	for _, line := range strings.SplitAfter(text, "\n") {
-		trimmed := strings.TrimRight(line, "\r\n")
-		if name, ok := header(trimmed); ok {
-			out = append(out, section{name: name})
-			continue
-		}
-		if len(out) == 0 {
-			about.WriteString(line)
-			continue
-		}
-		out[len(out)-1].body += line
-	}
-	return about.String(), out
-}
-
-func header(line string) (string, bool) {
-	if !strings.HasPrefix(line, "-- ") || !strings.HasSuffix(line, " --") || len(line) < 7 {
-		return "", false
-	}
-	return strings.TrimSpace(line[3 : len(line)-3]), true
 }
