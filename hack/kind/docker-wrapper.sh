@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Put first on PATH while kind runs (hack/kind/cluster.sh does). kind starts
+# its node containers with `docker run --privileged`, which fails on machines
+# whose capability bounding set lacks CAP_SYS_RESOURCE ("unable to apply
+# caps"). For run and create this asks for every other capability and the
+# device access a node needs instead; for exec the flag is dropped, as the
+# exec'd process gets the container's capabilities anyway. Everything else is
+# passed to the real docker unchanged.
+set -euo pipefail
+real="${KVP_REAL_DOCKER:-/usr/bin/docker}"
+sub=""
+args=()
+for a in "$@"; do
+  if [ -z "$sub" ] && [[ "$a" != -* ]]; then sub="$a"; fi
+  if [ "$a" != "--privileged" ]; then
+    args+=("$a")
+    continue
+  fi
+  case "$sub" in
+    run|create)
+      args+=(--cap-add ALL --cap-drop SYS_RESOURCE
+        --security-opt seccomp=unconfined --security-opt apparmor=unconfined
+        --security-opt systempaths=unconfined
+        --device-cgroup-rule 'a *:* rwm' --device /dev/kmsg --device /dev/fuse)
+      ;;
+  esac
+done
+exec "$real" "${args[@]}"
