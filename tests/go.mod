@@ -3,6 +3,7 @@ module github.com/kubevirt-plugins/framework/tests
 go 1.26.0
 
 require (
+	github.com/kdomanski/iso9660 v0.4.0
 	github.com/kubevirt-plugins/framework/api v0.0.0
 	github.com/kubevirt-plugins/framework/plugin-controller v0.0.0
 	github.com/moby/moby/api v1.56.1
@@ -28,7 +29,6 @@ require (
 	github.com/google/cel-go v0.31.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3 // indirect
-	github.com/kdomanski/iso9660 v0.4.0 // indirect
 	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
@@ -123,7 +123,7 @@ require (
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
+	google.golang.org/protobuf v1.36.12
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

@@ -1,0 +1,49 @@
+package cluster_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kubevirt-plugins/framework/tests/cluster"
+)
+
+// testWriter sends whole lines to t.Log.
+type testWriter struct {
+	t   *testing.T
+	buf strings.Builder
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	s := w.buf.String()
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		w.t.Log(s[:i])
+		w.buf.Reset()
+		w.buf.WriteString(s[i+1:])
+	}
+	return len(p), nil
+}
+
+// TestClusterScenario runs the real-cluster scenario: a kind cluster built
+// here, deploy/ and the samples applied with kubectl, a VM booted,
+// relabelled, migrated between the workers and stopped through the
+// stand-ins, and the faults. It needs Docker and minutes of a 2-core
+// machine, so it runs when KVP_CLUSTER is set, as hack/test.sh does.
+func TestClusterScenario(t *testing.T) {
+	if os.Getenv("KVP_CLUSTER") == "" {
+		t.Skip("set KVP_CLUSTER=1 to run the real-cluster scenario (make test does)")
+	}
+	var logs strings.Builder
+	res := cluster.Run(t.Context(), cluster.Options{Out: &testWriter{t: t}, Log: &logs})
+	if res.Passed() {
+		return
+	}
+	t.Logf("output of the scripts, kubectl and the components:\n%s", logs.String())
+	for _, c := range res.Failed() {
+		t.Errorf("step %q: check %q failed: %s", c.Step, c.Name, c.Detail)
+	}
+	if res.Err != nil {
+		t.Errorf("the scenario stopped early: %v", res.Err)
+	}
+}

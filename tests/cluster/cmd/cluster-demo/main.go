@@ -1,0 +1,40 @@
+// Command cluster-demo runs the real-cluster scenario (tests/cluster) with
+// its transcript on standard output: `make demo` runs it (hack/demo.sh).
+//
+//	cluster-demo [-log FILE] [-keep]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kubevirt-plugins/framework/tests/cluster"
+)
+
+func main() {
+	logPath := flag.String("log", "", "write the scripts', kubectl's and the components' output to this file")
+	keep := flag.Bool("keep", false, "leave the cluster running at the end")
+	flag.Parse()
+	var log io.Writer = io.Discard
+	if *logPath != "" {
+		f, err := os.Create(*logPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		log = f
+		fmt.Printf("the output of the scripts, kubectl and the components goes to %s\n", *logPath)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res := cluster.Run(ctx, cluster.Options{Out: os.Stdout, Log: log, Keep: *keep})
+	if !res.Passed() {
+		os.Exit(1)
+	}
+}

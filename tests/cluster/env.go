@@ -1,0 +1,167 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+)
+
+// env is the cluster as hack/kind/cluster.sh describes it.
+type env struct {
+	root       string
+	kubeconfig string
+	kubectlBin string
+	kind       string
+	name       string
+	version    string
+	c          client.Client
+	log        io.Writer
+}
+
+// script runs a repository script, its output to the log, and returns its
+// standard output.
+func (e *env) script(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(e.root, name), args...)
+	cmd.Dir = e.root
+	var out bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&out, e.log)
+	cmd.Stderr = e.log
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w (its output is in the log)", name, strings.Join(args, " "), err)
+	}
+	return out.String(), nil
+}
+
+// readEnv reads the cluster's coordinates from `cluster.sh env`.
+func (e *env) readEnv(ctx context.Context) error {
+	out, err := e.script(ctx, "hack/kind/cluster.sh", "env")
+	if err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "KUBECONFIG":
+			e.kubeconfig = v
+		case "KVP_KUBECTL":
+			e.kubectlBin = v
+		case "KVP_KIND":
+			e.kind = v
+		case "KVP_KIND_CLUSTER":
+			e.name = v
+		case "KVP_KIND_K8S_VERSION":
+			e.version = v
+		}
+	}
+	return nil
+}
+
+func (e *env) connect() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kubevirtv1.AddToScheme, pluginv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	e.c, err = client.New(cfg, client.Options{Scheme: scheme})
+	return err
+}
+
+// kubectl runs kubectl on the cluster and returns its standard output; a
+// failure carries its standard error.
+func (e *env) kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, e.kubectlBin, append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
+	cmd.Dir = e.root
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	fmt.Fprintf(e.log, "$ kubectl %s\n", strings.Join(args, " "))
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// onNode runs a command in a node's container (the node's own root).
+func (e *env) onNode(ctx context.Context, node string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "docker", append([]string{"exec", node}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("on node %s: %s: %w: %s", node, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// poll calls cond every interval until it reports done, returns an error,
+// or ctx ends (then the last reason it gave is in the error).
+func poll(ctx context.Context, what string, timeout time.Duration, cond func() (bool, string, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	last := ""
+	for {
+		done, why, err := cond()
+		if err != nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if done {
+			return nil
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: not within %s: %s", what, timeout, last)
+		case <-t.C:
+		}
+	}
+}
+
+// containerState says how each container of a Pod is, init containers
+// first.
+func containerStates(p *corev1.Pod) string {
+	var b strings.Builder
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, s := range list {
+			state := "waiting"
+			switch {
+			case s.State.Running != nil:
+				state = "running"
+			case s.State.Terminated != nil:
+				state = fmt.Sprintf("terminated(%d)", s.State.Terminated.ExitCode)
+			case s.State.Waiting != nil:
+				state = "waiting(" + s.State.Waiting.Reason + ")"
+			}
+			fmt.Fprintf(&b, "%s=%s ", s.Name, state)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,68 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+
+	"github.com/kubevirt-plugins/framework/tests/framework/repo"
+	"github.com/kubevirt-plugins/framework/tests/framework/transcript"
+)
+
+// Options configure Run.
+type Options struct {
+	// Out receives the transcript. Default: os.Stdout.
+	Out io.Writer
+	// Log receives the output of the scripts and kubectl, and the
+	// components' logs when a step fails. Default: io.Discard.
+	Log io.Writer
+	// Keep leaves the cluster running at the end (for a look around).
+	Keep bool
+}
+
+// Run plays the scenario on a fresh kind cluster it creates and, unless
+// Keep, deletes at the end.
+func Run(ctx context.Context, opts Options) *transcript.Result {
+	if opts.Out == nil {
+		opts.Out = os.Stdout
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	r := transcript.New(opts.Out)
+	r.StepTimeout = 20 * time.Minute
+	root, err := repo.Root()
+	if err != nil {
+		return &transcript.Result{Err: err}
+	}
+	s := &scenario{Runner: r, env: &env{root: root, log: opts.Log}, keep: opts.Keep}
+	return r.Run(ctx, s.steps())
+}
+
+type scenario struct {
+	*transcript.Runner
+	*env
+	keep bool
+
+	workers []string
+	vm      *vmState
+}
+
+func (s *scenario) steps() []transcript.Step {
+	return []transcript.Step{
+		{Title: "A kind cluster of three nodes from the node image built here", Run: s.startCluster},
+		{Title: "kubectl apply -k deploy/ into the restricted namespace kubevirt", Run: s.deploy},
+		{Title: "The samples applied with kubectl apply -k, and the virt-handler stand-in", Run: s.applySamples},
+		{Title: "A VM's launcher Pod: the policies inject native sidecars, the kubelet runs them, the VM boots", Run: s.bootVM},
+		{Title: "A template label change reaches the running launcher Pod in place", Run: s.syncLabel},
+		{Title: "The plugin-controller leader Pod is deleted mid-run", Run: s.killLeader},
+		{Title: "Live migration to the other worker, tuned by migration-tuner", Run: s.migrate},
+		{Title: "A node-hook-recorder Pod restarts; the next node hook reaches the new one", Run: s.restartRecorder},
+		{Title: "Stopping the VM: the target launcher Pod completes", Run: s.stopVM},
+		{Title: "Node hooks from each node's handler reached that node's recorder, in order", Run: s.nodeHooks},
+		{Title: "A sidecar container is killed: the kubelet restarts it, the next boot waits for it", Run: s.killSidecar},
+	}
+}
+
+var errCheckFailed = transcript.ErrCheckFailed
