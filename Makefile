@@ -30,7 +30,7 @@ bench: setup ## Run the Go benchmarks reported in docs/benchmarks.md.
 images: setup ## Build one image per component (controllers and samples) with the local Docker engine.
 	@hack/images.sh
 
-demo: setup ## Show the whole system: local API server, libvirtd nodes, sample plugins, a VM through its life.
+demo: setup ## Show the whole system on a local kind cluster: deploy/, the samples, a VM booted, migrated and stopped (DEMO=quick: no cluster).
 	@hack/demo.sh
 
 release: ## Tag one module: make release MODULE=api VERSION=v0.1.0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and starts everything the build, the tests and the demo need, on
 # a bare machine: Debian packages, a Docker engine, kube-apiserver and etcd,
-# the code generators and the libvirtd image. Idempotent; fast when done.
+# the code generators, the libvirtd image and the kind node image.
+# Idempotent; fast when done.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -16,4 +17,7 @@ apt_install python3-grpcio python3-protobuf protobuf-compiler-grpc
 "${ROOT}/hack/setup-k8s.sh"
 "${ROOT}/hack/setup-tools.sh"
 "${ROOT}/hack/build-libvirtd-image.sh" >/dev/null
+# The kind node image of the real-cluster demo and test (hack/kind), once
+# per Kubernetes version: many minutes the first time, seconds after.
+"${ROOT}/hack/kind/build-node-image.sh" >/dev/null
 log "setup complete"

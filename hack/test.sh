@@ -14,9 +14,11 @@ for m in $(modules | grep -v '^tests$'); do
   (cd "$m" && go test -count=1 -timeout 30m "$@" ./...) || fail=1
 done
 # One integration package at a time: each starts its own API server and
-# containers, and two cores are shared by all of them.
-log "go test: tests (integration)"
-(cd tests && go test -count=1 -p 1 -timeout 30m "$@" ./...) || fail=1
+# containers, and two cores are shared by all of them. KVP_CLUSTER runs the
+# real-cluster scenario (tests/cluster) too: a kind cluster from the node
+# image make setup built.
+log "go test: tests (integration, the real-cluster scenario included)"
+(cd tests && KVP_CLUSTER=1 go test -count=1 -p 1 -timeout 60m "$@" ./...) || fail=1
 # The oldest supported Kubernetes minor, served by the same kube-apiserver
 # binary with --emulated-version: the packages whose behaviour depends on
 # what the API server serves run again against it.
