@@ -154,6 +154,10 @@ type call struct {
 	vmiOnce sync.Once
 	vmiJSON []byte
 	vmiErr  error
+
+	// prov records who changed what in the domain (GuestDefinition); nil
+	// where nothing can overlap and no report is asked for.
+	prov *provenance
 }
 
 func (p *Pipeline) newCall(point pluginv1alpha1.LauncherHookPoint, vmi *kubevirtv1.VirtualMachineInstance) *call {
