@@ -58,6 +58,32 @@
 // GuestDefinitionWithReport returns the books with the domain: what each
 // hook changed, the last hook to change each part, and the overlaps.
 //
+// # Reports
+//
+// Under failureStrategy Ignore a failed hook is otherwise only a log line in
+// virt-launcher, where nobody looks. The *WithReport methods
+// (GuestDefinitionWithReport, PreBootWithReport,
+// PreMigrationSourceWithReport, and BootWithReport, MigrationTargetWithReport,
+// MigrationSourceWithReport for the launcher's life) return with their result
+// a Report: for every hook that handles the hook point, in the order the
+// chain reached it, its plugin, index, kind, outcome (success: applied;
+// skipped: a condition was false; ignored: failed under Ignore, the chain
+// went on; error: failed, and the call with it), duration and *HookError,
+// and at GuestDefinition what it changed and the overlaps. The report comes
+// back also when the call fails.
+//
+// virt-launcher has no API credentials, so the report is a value the host
+// passes on: it encodes to JSON (json.Marshal, errors as their text), and
+// virt-launcher hands it to virt-handler with the reply of the command that
+// ran the hooks (the launcher's command socket, as it returns the domain
+// and migration results today), or writes it where virt-handler reads the
+// launcher's state. virt-handler, which holds credentials, turns
+// Report.Failed() into Warning Events on the VMI (reasons
+// ReasonLauncherHookFailed and ReasonLauncherHookFailureIgnored, the pair of
+// handler-runtime/dispatch's, which writes its own for node hooks) and may
+// count or show the overlaps. Nothing in the Pipeline depends on the
+// host doing so.
+//
 // With Options.Registerer set, the Pipeline records
 // kubevirt_plugins_launcher_hook_duration_seconds{plugin,hook_point} and
 // kubevirt_plugins_launcher_hook_outcomes_total{plugin,hook_point,outcome}

@@ -56,9 +56,10 @@ func (p *Pipeline) guestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 		}
 	}
 	c := p.newCall(pluginv1alpha1.GuestDefinition, vmi)
+	c.report = report
 	// Only hooks of two plugins can overlap.
 	if report != nil || p.pluginsAt(pluginv1alpha1.GuestDefinition) > 1 {
-		c.prov = &provenance{countOverlaps: ic == Boot, trackSidecars: p.trackSidecars(), report: report}
+		c.prov = &provenance{countOverlaps: ic == Boot, trackSidecars: p.trackSidecars()}
 	}
 	tracked := c.prov != nil
 	err := c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
@@ -174,10 +175,10 @@ func (c *call) decoded(s *domainState) (*domainState, error) {
 		}
 		herr := c.hookError(r.pl, r.h, fmt.Errorf("sidecar response: %w", err))
 		if r.h.strategy != pluginv1alpha1.Ignore {
-			c.p.metrics.observe(r.pl.name, string(c.point), OutcomeError, 0)
+			c.observeLate(r.pl, r.h, OutcomeError, herr)
 			return nil, herr
 		}
-		c.p.metrics.observe(r.pl.name, string(c.point), OutcomeIgnored, 0)
+		c.observeLate(r.pl, r.h, OutcomeIgnored, herr)
 		c.p.log.Error(herr, "launcher hook answer does not decode; failureStrategy is Ignore, going on without its result")
 		s = r.before
 	}

@@ -14,11 +14,12 @@ import (
 // HookRef names one launcher hook of a Plugin.
 type HookRef struct {
 	// Plugin is the Plugin's name.
-	Plugin string
-	// HookIndex is the hook's index in spec.launcherHooks.
-	HookIndex int
-	// Kind is the hook's kind.
-	Kind HookKind
+	Plugin string `json:"plugin"`
+	// HookIndex is the hook's index in spec.launcherHooks (PluginCondition
+	// for the plugin's condition).
+	HookIndex int `json:"hookIndex"`
+	// Kind is the hook's kind; empty for PluginCondition.
+	Kind HookKind `json:"kind,omitempty"`
 }
 
 func (r HookRef) String() string {
@@ -32,14 +33,14 @@ func (r HookRef) String() string {
 // who overwrote whom.
 type Overlap struct {
 	// Path is the part the later hook changed.
-	Path string
+	Path string `json:"path"`
 	// OverwrittenPath is the part the earlier hook had changed: Path, or a
 	// part holding it or held by it.
-	OverwrittenPath string
+	OverwrittenPath string `json:"overwrittenPath"`
 	// Hook is the later hook, whose value is kept.
-	Hook HookRef
+	Hook HookRef `json:"hook"`
 	// Overwritten is the earlier hook, of another plugin.
-	Overwritten HookRef
+	Overwritten HookRef `json:"overwritten"`
 }
 
 func (o Overlap) String() string {
@@ -76,7 +77,10 @@ type provenance struct {
 	countOverlaps bool
 	trackSidecars bool
 	writes        []pathWrite
-	report        *Report
+	// written is what the hook running changed, for its HookReport;
+	// writtenKnown is false for a sidecar whose answer was not compared.
+	written      []string
+	writtenKnown bool
 	// buf holds the writes of short chains, saving an allocation.
 	buf [4]pathWrite
 }
@@ -88,9 +92,9 @@ func (p *Pipeline) trackSidecars() bool {
 }
 
 // wrote records that hook h of plugin pl changed paths: it finds the
-// overlaps with what hooks of other plugins changed earlier in the call,
-// counts and logs them, and adds the hook to the report when one is kept.
-// tracked is false for a sidecar whose answer was not compared.
+// overlaps with what hooks of other plugins changed earlier in the call and
+// counts and logs them. tracked is false for a sidecar whose answer was not
+// compared.
 func (c *call) wrote(pl *compiledPlugin, h *compiledHook, paths []string, tracked bool) {
 	pr := c.prov
 	if pr == nil {
@@ -99,10 +103,8 @@ func (c *call) wrote(pl *compiledPlugin, h *compiledHook, paths []string, tracke
 	if pr.writes == nil {
 		pr.writes = pr.buf[:0]
 	}
+	pr.written, pr.writtenKnown = paths, tracked
 	by := HookRef{Plugin: pl.name, HookIndex: h.index, Kind: h.kind()}
-	if pr.report != nil {
-		pr.report.Hooks = append(pr.report.Hooks, HookReport{HookRef: by, Written: paths, WrittenKnown: tracked})
-	}
 	for _, p := range paths {
 		kept := pr.writes[:0]
 		for _, w := range pr.writes {
@@ -121,8 +123,8 @@ func (c *call) wrote(pl *compiledPlugin, h *compiledHook, paths []string, tracke
 
 func (c *call) overlap(o Overlap) {
 	pr := c.prov
-	if pr.report != nil {
-		pr.report.Overlaps = append(pr.report.Overlaps, o)
+	if c.report != nil {
+		c.report.Overlaps = append(c.report.Overlaps, o)
 	}
 	if !pr.countOverlaps {
 		return
