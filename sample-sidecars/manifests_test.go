@@ -88,6 +88,35 @@ func TestPluginManifestsAreValid(t *testing.T) {
 	}
 }
 
+// loadInjectionPolicy decodes the sample's injection-policy.yaml: its
+// MutatingAdmissionPolicy and binding, nil when absent.
+func loadInjectionPolicy(t *testing.T, dir string) (*admissionv1.MutatingAdmissionPolicy, *admissionv1.MutatingAdmissionPolicyBinding) {
+	t.Helper()
+	var policy *admissionv1.MutatingAdmissionPolicy
+	var binding *admissionv1.MutatingAdmissionPolicyBinding
+	for _, doc := range documents(readFile(t, dir, "injection-policy.yaml")) {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "MutatingAdmissionPolicy":
+			policy = &admissionv1.MutatingAdmissionPolicy{}
+			if err := yaml.UnmarshalStrict(doc, policy); err != nil {
+				t.Fatalf("policy: %v", err)
+			}
+		case "MutatingAdmissionPolicyBinding":
+			binding = &admissionv1.MutatingAdmissionPolicyBinding{}
+			if err := yaml.UnmarshalStrict(doc, binding); err != nil {
+				t.Fatalf("binding: %v", err)
+			}
+		default:
+			t.Fatalf("unexpected kind %q", meta.Kind)
+		}
+	}
+	return policy, binding
+}
+
 func TestInjectionPoliciesMountOnlyThePluginDirectory(t *testing.T) {
 	for _, dir := range allSamples() {
 		p := loadPlugin(t, dir)
@@ -95,28 +124,7 @@ func TestInjectionPoliciesMountOnlyThePluginDirectory(t *testing.T) {
 			continue
 		}
 		t.Run(dir, func(t *testing.T) {
-			var policy *admissionv1.MutatingAdmissionPolicy
-			var binding *admissionv1.MutatingAdmissionPolicyBinding
-			for _, doc := range documents(readFile(t, dir, "injection-policy.yaml")) {
-				var meta struct{ Kind string }
-				if err := yaml.Unmarshal(doc, &meta); err != nil {
-					t.Fatal(err)
-				}
-				switch meta.Kind {
-				case "MutatingAdmissionPolicy":
-					policy = &admissionv1.MutatingAdmissionPolicy{}
-					if err := yaml.UnmarshalStrict(doc, policy); err != nil {
-						t.Fatalf("policy: %v", err)
-					}
-				case "MutatingAdmissionPolicyBinding":
-					binding = &admissionv1.MutatingAdmissionPolicyBinding{}
-					if err := yaml.UnmarshalStrict(doc, binding); err != nil {
-						t.Fatalf("binding: %v", err)
-					}
-				default:
-					t.Fatalf("unexpected kind %q", meta.Kind)
-				}
-			}
+			policy, binding := loadInjectionPolicy(t, dir)
 			if policy == nil || binding == nil {
 				t.Fatal("want a MutatingAdmissionPolicy and its binding")
 			}
@@ -151,12 +159,58 @@ func TestInjectionPoliciesMountOnlyThePluginDirectory(t *testing.T) {
 				`mountPath: "` + strings.TrimSuffix(pluginv1alpha1.PluginDir(p.Name), "/") + `"`,
 				`subPath: "` + p.Name + `"`,
 				`image: "kvp-` + p.Name + `:latest"`,
-				`path: "/spec/containers/-"`,
 				// "add" to /spec/volumes/- fails on a Pod without volumes.
 				`path: "/spec/volumes", value: []`,
 			} {
 				if !strings.Contains(expr, want) {
 					t.Errorf("mutation lacks %s", want)
+				}
+			}
+		})
+	}
+}
+
+// TestInjectionPoliciesAddANativeSidecar: the sidecar is an init
+// container with restartPolicy Always, which the kubelet stops once compute
+// has exited, so that the launcher Pod completes with its VM; the patch
+// creates spec.initContainers when absent, and the policy skips a Pod
+// that has a container of that name in either list. tests/samples shows
+// the API server's output.
+func TestInjectionPoliciesAddANativeSidecar(t *testing.T) {
+	for _, dir := range allSamples() {
+		p := loadPlugin(t, dir)
+		if len(p.Spec.LauncherHooks) == 0 {
+			continue
+		}
+		t.Run(dir, func(t *testing.T) {
+			policy, _ := loadInjectionPolicy(t, dir)
+			if policy == nil || len(policy.Spec.Mutations) != 1 || policy.Spec.Mutations[0].JSONPatch == nil {
+				t.Fatal("want a MutatingAdmissionPolicy with one JSONPatch mutation")
+			}
+			// Whitespace as one space: the YAML folds some line breaks.
+			expr := strings.Join(strings.Fields(policy.Spec.Mutations[0].JSONPatch.Expression), " ")
+			for _, want := range []string{
+				`path: "/spec/initContainers/-"`,
+				`value: Object.spec.initContainers{ name: "` + p.Name + `", restartPolicy: "Always",`,
+				// "add" to /spec/initContainers/- fails on a Pod without init containers.
+				`path: "/spec/initContainers", value: []`,
+			} {
+				if !strings.Contains(expr, want) {
+					t.Errorf("mutation lacks %q", want)
+				}
+			}
+			if strings.Contains(expr, "/spec/containers") {
+				t.Error("mutation adds to spec.containers: a sidecar there keeps the launcher Pod running after the VM stops")
+			}
+			var notInjected string
+			for _, c := range policy.Spec.MatchConditions {
+				if strings.Contains(c.Expression, "c.name == \""+p.Name+"\"") {
+					notInjected = c.Expression
+				}
+			}
+			for _, list := range []string{"object.spec.containers.exists(", "object.spec.initContainers.exists("} {
+				if !strings.Contains(notInjected, list) {
+					t.Errorf("match condition %q does not look for a %s container in %s", notInjected, p.Name, list)
 				}
 			}
 		})

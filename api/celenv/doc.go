@@ -97,6 +97,9 @@
 // and shares every other part with the input (copy-on-write): callers treat
 // both as read-only. On error nothing is returned and the input is, as
 // always, unchanged. Apply is Merge writing the result into the domain.
+// MergeWritten is Merge that also lists the fields the expression changed
+// ("CPU.Mode"), read off the literal the merge follows, so that a host can
+// tell which hook changed what at the cost of the literal, not the domain.
 //
 // # Cost
 //

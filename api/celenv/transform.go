@@ -45,21 +45,8 @@ var domainPtrType = reflect.PointerTo(domainType)
 // itself when the expression returns domainSpec), so callers treat both as
 // read-only.
 func (t *DomainTransform) Merge(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (*libvirtxml.Domain, error) {
-	switch {
-	case vmi == nil:
-		return nil, fmt.Errorf("applying GuestDefinition expression %q: no VMI given", t.c.expr)
-	case domain == nil:
-		return nil, fmt.Errorf("applying GuestDefinition expression %q: no domain given", t.c.expr)
-	}
-	out, err := t.c.eval(ctx, &activation{vmi: vmi, domain: domain})
-	if err != nil {
-		return nil, fmt.Errorf("applying GuestDefinition expression %q: %w", t.c.expr, err)
-	}
-	next, err := mergeResult(domain, out)
-	if err != nil {
-		return nil, fmt.Errorf("applying GuestDefinition expression %q: %w", t.c.expr, err)
-	}
-	return next, nil
+	next, _, err := t.merge(ctx, vmi, domain, false)
+	return next, err
 }
 
 // Apply is Merge writing the result into *domain: on success *domain holds

@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
@@ -72,6 +74,19 @@ type Options struct {
 	// Logger receives ignored failures and, at V(4), every call. Default:
 	// discard.
 	Logger logr.Logger
+	// EventRecorder, when set, receives a Warning Event on the VMI for
+	// every node hook that failed, ignored or not (reasons
+	// ReasonNodeHookFailed, ReasonNodeHookFailureIgnored), naming the
+	// plugin, the hook, the hook point and the error: at most one per VMI
+	// and plugin per EventInterval, the failures in between counted in the
+	// next one. Its scheme must know kubevirt.io/v1. Default: nil, no
+	// Events.
+	EventRecorder record.EventRecorder
+	// EventInterval is the shortest time between two Events for one VMI
+	// and plugin. Default: DefaultEventInterval (10 minutes).
+	EventInterval time.Duration
+	// Clock times EventInterval. Default: the real clock.
+	Clock clock.PassiveClock
 }
 
 // caller runs a gRPC call on a connection to a socket path.
@@ -88,6 +103,7 @@ type Dispatcher struct {
 	call    caller // the pool, except in comparisons of connection strategies
 	metrics *metrics
 	log     logr.Logger
+	events  *eventWriter
 	// locks orders the dispatches of one VMI, whatever their hook point.
 	locks keyedlock.Locks[string]
 
@@ -126,7 +142,7 @@ func New(opts Options) (*Dispatcher, error) {
 	pool := connpool.New(connpool.Options{MaxInFlight: opts.MaxInFlightPerSocket, Dial: checkedDial(checker)})
 	return &Dispatcher{
 		plugins: opts.Plugins, cel: opts.CEL, sockets: checker,
-		pool: pool, call: pool, metrics: m, log: log,
+		pool: pool, call: pool, metrics: m, log: log, events: newEventWriter(opts),
 	}, nil
 }
 
@@ -202,6 +218,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 
 	hooks, err := selectHooks(ctx, snap.Plugins, hookPoint, vmi, d.holds)
 	if err != nil || len(hooks) == 0 {
+		d.events.failed(vmi, err, false)
 		return err
 	}
 	vmiJSON, err := json.Marshal(vmi)
@@ -223,8 +240,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 			d.metrics.ignoredFailures.WithLabelValues(h.plugin.Name, point).Inc()
 			d.log.Info("ignoring node hook failure (failureStrategy Ignore)", "plugin", h.plugin.Name,
 				"hookIndex", h.index, "hookPoint", point, "vmi", vmi.Namespace+"/"+vmi.Name, "error", callErr.Error())
+			d.events.failed(vmi, herr, true)
 			continue
 		}
+		d.events.failed(vmi, herr, false)
 		return herr
 	}
 	return nil

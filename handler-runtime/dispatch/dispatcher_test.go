@@ -67,7 +67,7 @@ func TestEveryNodeHookPointReachesTheServerWithVMIAndNode(t *testing.T) {
 		t.Fatalf("server saw %d calls, want %d: %+v", len(got), len(pluginv1alpha1.NodeHookPoints), got)
 	}
 	for i, point := range pluginv1alpha1.NodeHookPoints {
-		want := record{Server: "all", HookPoint: string(point), VMI: "vm-" + string(point), Node: "node-1"}
+		want := seenCall{Server: "all", HookPoint: string(point), VMI: "vm-" + string(point), Node: "node-1"}
 		if got[i] != want {
 			t.Errorf("call %d = %+v, want %+v", i, got[i], want)
 		}

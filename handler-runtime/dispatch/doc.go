@@ -40,6 +40,25 @@
 // hooks of the Plugins that exist when it runs, not of those that existed
 // when it was called.
 //
+// # Events
+//
+// With Options.EventRecorder set, a node hook that fails, ignored or not,
+// also writes a Warning Event on the VMI, where the VM's owner looks (kubectl
+// describe vmi): reason NodeHookFailed when the dispatch fails with it,
+// NodeHookFailureIgnored when failureStrategy Ignore let it through, the
+// message naming the plugin, the hook, its socket, the hook point and the
+// error. A plugin condition that cannot be evaluated writes one too.
+//
+// Events are deduplicated per VMI and plugin: after an Event, further
+// failures of that plugin's node hooks for that VMI are only counted until
+// Options.EventInterval (10 minutes by default) has passed; the next Event
+// says how many there were. So a plugin failing at every lifecycle event of
+// 250 VMIs writes at most 250 Events per interval, whatever how often it
+// fails (a node runs far fewer VMIs than that), and client-go's recorder
+// aggregates and rate-limits per object on top. What is remembered is a
+// time and a count per (VMI, plugin) pair; pairs whose interval has passed
+// are dropped whenever more than 1024 are remembered.
+//
 // Metrics, registered on Options.Registerer:
 //
 //   - kubevirt_plugins_node_hook_call_duration_seconds{plugin, hook_point, outcome}:

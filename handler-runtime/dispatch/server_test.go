@@ -19,8 +19,8 @@ import (
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
 
-// record is one call as a test node hook server saw it.
-type record struct {
+// seenCall is one call as a test node hook server saw it.
+type seenCall struct {
 	Server    string
 	HookPoint string
 	VMI       string
@@ -30,19 +30,19 @@ type record struct {
 // journal is the order in which all test servers of one test were called.
 type journal struct {
 	mu      sync.Mutex
-	records []record
+	records []seenCall
 }
 
-func (j *journal) add(r record) {
+func (j *journal) add(r seenCall) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.records = append(j.records, r)
 }
 
-func (j *journal) all() []record {
+func (j *journal) all() []seenCall {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return append([]record(nil), j.records...)
+	return append([]seenCall(nil), j.records...)
 }
 
 // hookServer is a real NodeHookService on a Unix socket.
@@ -72,7 +72,7 @@ func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.Exe
 	if err := json.Unmarshal(req.Vmi, &vmi); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "vmi: %v", err)
 	}
-	s.journal.add(record{Server: s.name, HookPoint: req.HookPoint, VMI: vmi.Name, Node: req.GetNodeContext().GetNodeName()})
+	s.journal.add(seenCall{Server: s.name, HookPoint: req.HookPoint, VMI: vmi.Name, Node: req.GetNodeContext().GetNodeName()})
 	if s.unavailableFor != "" && vmi.Name == s.unavailableFor {
 		return nil, status.Error(codes.Unavailable, "backend for this VMI is down")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"libvirt.org/go/libvirtxml"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 )
@@ -56,14 +55,4 @@ type transform struct {
 func (c compiler) transform(expr string) (transform, error) {
 	p, err := c.env.DomainTransform(expr)
 	return transform{program: p}, err
-}
-
-// apply returns domain with the expression's result merged into it. domain
-// itself is never modified (the chain hands its input on to later hooks and
-// may return it unchanged), so an ignored failure leaves no trace. The result
-// is new only along the paths the expression writes and shares the rest with
-// domain (celenv.DomainTransform.Merge): the chain treats domains as
-// read-only.
-func (t transform) apply(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (*libvirtxml.Domain, error) {
-	return t.program.Merge(ctx, vmi, domain)
 }

@@ -42,10 +42,54 @@
 // under Ignore is not returned: its *HookError is the error of the line
 // logged to Options.Logger (and it is counted with outcome ignored).
 //
+// # Who changed what
+//
+// Plugins run in a fixed order and a later hook's value wins. At
+// GuestDefinition the Pipeline keeps track of which hook changed which part
+// of the domain (paths of Go field names from Domain, as an expression reads
+// them: "CPU.Mode", "Devices.Disks[1].Driver.Cache") whenever hooks of two
+// or more plugins run: a part changed by a hook of one plugin after a hook of
+// another (the same part, or one holding the other) is an Overlap, logged at
+// Info naming both hooks and counted. A chain of one plugin keeps no such
+// books. A CEL hook's parts come from its merge, at the cost of its literal
+// (celenv.DomainTransform.MergeWritten). A sidecar answers a whole domain,
+// compared with what it was given only when Options.TrackSidecarWrites is
+// set or the Logger is enabled at V(1), since that decodes every answer.
+// GuestDefinitionWithReport returns the books with the domain: what each
+// hook changed, the last hook to change each part, and the overlaps.
+//
+// # Reports
+//
+// Under failureStrategy Ignore a failed hook is otherwise only a log line in
+// virt-launcher, where nobody looks. The *WithReport methods
+// (GuestDefinitionWithReport, PreBootWithReport,
+// PreMigrationSourceWithReport, and BootWithReport, MigrationTargetWithReport,
+// MigrationSourceWithReport for the launcher's life) return with their result
+// a Report: for every hook that handles the hook point, in the order the
+// chain reached it, its plugin, index, kind, outcome (success: applied;
+// skipped: a condition was false; ignored: failed under Ignore, the chain
+// went on; error: failed, and the call with it), duration and *HookError,
+// and at GuestDefinition what it changed and the overlaps. The report comes
+// back also when the call fails.
+//
+// virt-launcher has no API credentials, so the report is a value the host
+// passes on: it encodes to JSON (json.Marshal, errors as their text), and
+// virt-launcher hands it to virt-handler with the reply of the command that
+// ran the hooks (the launcher's command socket, as it returns the domain
+// and migration results today), or writes it where virt-handler reads the
+// launcher's state. virt-handler, which holds credentials, turns
+// Report.Failed() into Warning Events on the VMI (reasons
+// ReasonLauncherHookFailed and ReasonLauncherHookFailureIgnored, the pair of
+// handler-runtime/dispatch's, which writes its own for node hooks) and may
+// count or show the overlaps. Nothing in the Pipeline depends on the
+// host doing so.
+//
 // With Options.Registerer set, the Pipeline records
 // kubevirt_plugins_launcher_hook_duration_seconds{plugin,hook_point} and
 // kubevirt_plugins_launcher_hook_outcomes_total{plugin,hook_point,outcome}
-// with outcome success, error, ignored or skipped.
+// with outcome success, error, ignored or skipped, and
+// kubevirt_plugins_launcher_hook_overlaps_total{hook_point,plugin,overwritten_plugin}
+// (not on a migration target, whose domain is discarded).
 //
 // The package needs no cgo: the libvirt adapter that defines, starts and
 // migrates the domain lives in launcher-runtime/domainrun, and kvpctl uses

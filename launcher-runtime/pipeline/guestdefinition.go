@@ -11,6 +11,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/domainpath"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
 
@@ -29,7 +30,16 @@ import (
 // The host never calls GuestDefinition on the migration source.
 //
 // The chain may run several times for one boot; hooks must be idempotent.
+//
+// A part of the domain changed by hooks of two plugins is logged and
+// counted (kubevirt_plugins_launcher_hook_overlaps_total); see
+// GuestDefinitionWithReport for which hook changed what.
 func (p *Pipeline) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain, ic InvocationContext) (*libvirtxml.Domain, error) {
+	return p.guestDefinition(ctx, vmi, domain, ic, nil)
+}
+
+// guestDefinition is GuestDefinition, filling report when it is not nil.
+func (p *Pipeline) guestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain, ic InvocationContext, report *Report) (*libvirtxml.Domain, error) {
 	switch {
 	case domain == nil:
 		return nil, errors.New("GuestDefinition: no domain given")
@@ -46,18 +56,27 @@ func (p *Pipeline) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 		}
 	}
 	c := p.newCall(pluginv1alpha1.GuestDefinition, vmi)
+	c.report = report
+	// Only hooks of two plugins can overlap.
+	if report != nil || p.pluginsAt(pluginv1alpha1.GuestDefinition) > 1 {
+		c.prov = &provenance{countOverlaps: ic == Boot, trackSidecars: p.trackSidecars()}
+	}
+	tracked := c.prov != nil
 	err := c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
-		if h.hook.CEL != nil {
+		if h.hook.CEL != nil || tracked && c.prov.trackSidecars {
 			in, err := c.decoded(state)
 			if err != nil {
 				return &earlierHookFailed{err: err}
 			}
-			next, err := h.transform.apply(ctx, vmi, in.dom)
+			state = in
+		}
+		if h.hook.CEL != nil {
+			next, written, err := h.transform.applyWritten(ctx, vmi, state.dom, tracked)
 			if err != nil {
-				state = in
 				return err
 			}
 			state = &domainState{dom: next}
+			c.wrote(pl, h, written, true)
 			return nil
 		}
 		in, err := state.encoded()
@@ -70,11 +89,26 @@ func (p *Pipeline) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 		}
 		if bytes.Equal(out, in) {
 			// The sidecar changed nothing: keep what was decoded.
+			c.wrote(pl, h, nil, true)
 			return nil
 		}
-		state = &domainState{xml: out, from: &sidecarResult{pl: pl, h: h, before: state}}
+		next := &domainState{xml: out, from: &sidecarResult{pl: pl, h: h, before: state}}
+		if tracked && c.prov.trackSidecars {
+			// An answer that does not decode stays undecoded: decoded
+			// makes it this hook's failure, as untracked.
+			if d, err := parseDomain(out); err == nil {
+				c.wrote(pl, h, domainpath.Changed(state.dom, d), true)
+				next = &domainState{dom: d, xml: out}
+			}
+		} else {
+			c.wrote(pl, h, nil, false)
+		}
+		state = next
 		return nil
 	})
+	if report != nil {
+		report.Changed = c.prov.changes()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -141,10 +175,10 @@ func (c *call) decoded(s *domainState) (*domainState, error) {
 		}
 		herr := c.hookError(r.pl, r.h, fmt.Errorf("sidecar response: %w", err))
 		if r.h.strategy != pluginv1alpha1.Ignore {
-			c.p.metrics.observe(r.pl.name, string(c.point), OutcomeError, 0)
+			c.observeLate(r.pl, r.h, OutcomeError, herr)
 			return nil, herr
 		}
-		c.p.metrics.observe(r.pl.name, string(c.point), OutcomeIgnored, 0)
+		c.observeLate(r.pl, r.h, OutcomeIgnored, herr)
 		c.p.log.Error(herr, "launcher hook answer does not decode; failureStrategy is Ignore, going on without its result")
 		s = r.before
 	}

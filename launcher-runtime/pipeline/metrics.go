@@ -30,11 +30,13 @@ const (
 const (
 	MetricHookDuration = "kubevirt_plugins_launcher_hook_duration_seconds"
 	MetricHookOutcomes = "kubevirt_plugins_launcher_hook_outcomes_total"
+	MetricHookOverlaps = "kubevirt_plugins_launcher_hook_overlaps_total"
 )
 
 type metrics struct {
 	duration *prometheus.HistogramVec
 	outcomes *prometheus.CounterVec
+	overlaps *prometheus.CounterVec
 }
 
 // newMetrics registers the collectors on reg, or reuses the identical ones an
@@ -53,12 +55,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: MetricHookOutcomes,
 		Help: "Launcher hook runs per plugin, hook point and outcome (success, error, ignored, skipped).",
 	}, []string{"plugin", "hook_point", "outcome"})
+	overlaps := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricHookOverlaps,
+		Help: "Parts of the domain a GuestDefinition hook of plugin changed after a hook of overwritten_plugin had in the same call, whose later value is kept (not counted on a migration target, whose domain is discarded).",
+	}, []string{"hook_point", "plugin", "overwritten_plugin"})
 	m := &metrics{}
 	var err error
 	if m.duration, err = register(reg, duration); err != nil {
 		return nil, err
 	}
 	if m.outcomes, err = register(reg, outcomes); err != nil {
+		return nil, err
+	}
+	if m.overlaps, err = register(reg, overlaps); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -81,4 +90,11 @@ func (m *metrics) observe(plugin, point string, outcome Outcome, took time.Durat
 	if outcome != OutcomeSkipped {
 		m.duration.WithLabelValues(plugin, point).Observe(took.Seconds())
 	}
+}
+
+func (m *metrics) overlapped(point string, o Overlap) {
+	if m == nil {
+		return
+	}
+	m.overlaps.WithLabelValues(point, o.Hook.Plugin, o.Overwritten.Plugin).Inc()
 }

@@ -59,6 +59,15 @@ type Options struct {
 	// the zero value, celenv's defaults (cost limit, cache size).
 	CELOptions celenv.Options
 
+	// TrackSidecarWrites makes GuestDefinition compare the domain before
+	// and after every sidecar hook, to tell which parts each changed and
+	// which overlap with what another plugin changed (Report, the overlaps
+	// metric). It decodes every sidecar's answer, which the chain otherwise
+	// avoids. CEL hooks are always tracked: their merge knows what they
+	// wrote. Default: false; sidecars are tracked too when Logger is
+	// enabled at V(1).
+	TrackSidecarWrites bool
+
 	// MaxMessageSize bounds gRPC messages sent to and received from
 	// sidecars, in bytes. Default: DefaultMaxMessageSize (16 MiB).
 	MaxMessageSize int

@@ -154,6 +154,12 @@ type call struct {
 	vmiOnce sync.Once
 	vmiJSON []byte
 	vmiErr  error
+
+	// prov records who changed what in the domain (GuestDefinition); nil
+	// where nothing can overlap and no report is asked for.
+	prov *provenance
+	// report is filled as the hooks run when the host asked for one.
+	report *Report
 }
 
 func (p *Pipeline) newCall(point pluginv1alpha1.LauncherHookPoint, vmi *kubevirtv1.VirtualMachineInstance) *call {
@@ -197,19 +203,20 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			if pl.broken != nil {
 				herr := c.hookError(pl, h, pl.broken)
 				if h.strategy == pluginv1alpha1.Ignore {
-					c.p.metrics.observe(pl.name, point, OutcomeIgnored, 0)
+					c.observe(pl, h, OutcomeIgnored, 0, herr)
 					log.Error(herr, "launcher hook skipped: its plugin does not compile; failureStrategy is Ignore")
 					continue
 				}
-				c.p.metrics.observe(pl.name, point, OutcomeError, 0)
+				c.observe(pl, h, OutcomeError, 0, herr)
 				return herr
 			}
 			start := c.p.opts.Clock.Now()
 			if !pluginEvaluated {
 				ok, err := pl.condition.eval(ctx, c.vmi)
 				if err != nil {
-					c.p.metrics.observe(pl.name, point, OutcomeError, c.p.opts.Clock.Since(start))
-					return &HookError{Plugin: pl.name, HookIndex: PluginCondition, HookPoint: c.point, Err: err}
+					herr := &HookError{Plugin: pl.name, HookIndex: PluginCondition, HookPoint: c.point, Err: err}
+					c.observe(pl, nil, OutcomeError, c.p.opts.Clock.Since(start), herr)
+					return herr
 				}
 				pluginHolds, pluginEvaluated = ok, true
 			}
@@ -217,13 +224,14 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			if holds {
 				ok, err := h.condition.eval(ctx, c.vmi)
 				if err != nil {
-					c.p.metrics.observe(pl.name, point, OutcomeError, c.p.opts.Clock.Since(start))
-					return c.hookError(pl, h, fmt.Errorf("condition: %w", err))
+					herr := c.hookError(pl, h, fmt.Errorf("condition: %w", err))
+					c.observe(pl, h, OutcomeError, c.p.opts.Clock.Since(start), herr)
+					return herr
 				}
 				holds = ok
 			}
 			if !holds {
-				c.p.metrics.observe(pl.name, point, OutcomeSkipped, 0)
+				c.observe(pl, h, OutcomeSkipped, 0, nil)
 				log.V(1).Info("launcher hook skipped: condition is false")
 				continue
 			}
@@ -234,22 +242,25 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			}
 			switch {
 			case err == nil:
-				c.p.metrics.observe(pl.name, point, OutcomeSuccess, took)
+				c.observe(pl, h, OutcomeSuccess, took, nil)
 				log.V(1).Info("launcher hook done", "duration", took)
 			case ctx.Err() != nil:
 				// The operation itself was cancelled (for example a migration
 				// abort): no failure strategy lets the chain go on.
-				c.p.metrics.observe(pl.name, point, OutcomeError, took)
 				if !errors.Is(err, ctx.Err()) {
 					err = fmt.Errorf("%w: %w", ctx.Err(), err)
 				}
-				return c.hookError(pl, h, err)
+				herr := c.hookError(pl, h, err)
+				c.observe(pl, h, OutcomeError, took, herr)
+				return herr
 			case h.strategy == pluginv1alpha1.Ignore:
-				c.p.metrics.observe(pl.name, point, OutcomeIgnored, took)
-				log.Error(c.hookError(pl, h, err), "launcher hook failed; failureStrategy is Ignore, going on without its result", "duration", took)
+				herr := c.hookError(pl, h, err)
+				c.observe(pl, h, OutcomeIgnored, took, herr)
+				log.Error(herr, "launcher hook failed; failureStrategy is Ignore, going on without its result", "duration", took)
 			default:
-				c.p.metrics.observe(pl.name, point, OutcomeError, took)
-				return c.hookError(pl, h, err)
+				herr := c.hookError(pl, h, err)
+				c.observe(pl, h, OutcomeError, took, herr)
+				return herr
 			}
 		}
 	}

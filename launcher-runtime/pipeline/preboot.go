@@ -20,6 +20,11 @@ import (
 // stopped: its call is cancelled and the chain goes on while it may still be
 // writing files.
 func (p *Pipeline) PreBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, artifacts Artifacts) error {
+	return p.preBoot(ctx, vmi, artifacts, nil)
+}
+
+// preBoot is PreBoot, filling report when it is not nil.
+func (p *Pipeline) preBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, artifacts Artifacts, report *Report) error {
 	if vmi == nil {
 		return errors.New("PreBoot: no VMI given")
 	}
@@ -27,6 +32,7 @@ func (p *Pipeline) PreBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachineIn
 		artifacts.EphemeralDiskDir = pluginv1alpha1.EphemeralDiskDir
 	}
 	c := p.newCall(pluginv1alpha1.PreBoot, vmi)
+	c.report = report
 	return c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
 		return c.callSidecar(ctx, pl, h, func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error {
 			_, err := client.PreBoot(ctx, &hooksv1alpha1.PreBootRequest{

@@ -27,11 +27,18 @@ import (
 // Cancelling ctx (a migration abort) cancels the call in flight and fails
 // the chain. params is never modified; the result holds copies.
 func (p *Pipeline) PreMigrationSource(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, flags uint64, params *hooksv1alpha1.MigrationParams) (*MigrationResult, error) {
+	return p.preMigrationSource(ctx, vmi, flags, params, nil)
+}
+
+// preMigrationSource is PreMigrationSource, filling report when it is not
+// nil.
+func (p *Pipeline) preMigrationSource(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, flags uint64, params *hooksv1alpha1.MigrationParams, report *Report) (*MigrationResult, error) {
 	if vmi == nil {
 		return nil, errors.New("PreMigrationSource: no VMI given")
 	}
 	current := &MigrationResult{Flags: flags, Params: sdk.CopyParams(params)}
 	c := p.newCall(pluginv1alpha1.PreMigrationSource, vmi)
+	c.report = report
 	err := c.run(ctx, func(ctx context.Context, pl *compiledPlugin, h *compiledHook) error {
 		var resp *hooksv1alpha1.PreMigrationSourceResponse
 		err := c.callSidecar(ctx, pl, h, func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error {

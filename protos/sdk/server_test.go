@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -220,13 +221,7 @@ func TestGracefulStopLetsInFlightCallFinish(t *testing.T) {
 		<-release
 		return nil
 	}))
-	cl := client(t, s.srv.SocketPath())
-	result := make(chan error, 1)
-	go func() {
-		_, err := cl.PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)})
-		result <- err
-	}()
-	<-entered
+	result := preBootInFlight(t, s, entered)
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.stop() }()
 	close(release)
@@ -235,6 +230,64 @@ func TestGracefulStopLetsInFlightCallFinish(t *testing.T) {
 	}
 	if err := <-stopped; err != nil {
 		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// preBootInFlight makes a PreBoot call to s and returns its result once
+// the handler has signalled entered.
+func preBootInFlight(t *testing.T, s *serving, entered <-chan struct{}) <-chan error {
+	t.Helper()
+	cl := client(t, s.srv.SocketPath())
+	result := make(chan error, 1)
+	go func() {
+		_, err := cl.PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)})
+		result <- err
+	}()
+	<-entered
+	return result
+}
+
+// A call still running when the grace period ends is cancelled through
+// its context; Serve then returns nil (the process exits 0) and removes
+// the socket.
+func TestGracePeriodEndCancelsTheContextOfCallsInFlight(t *testing.T) {
+	const grace = 200 * time.Millisecond
+	entered, handlerDone := make(chan struct{}), make(chan error, 1)
+	s := start(t, shortDir(t), preBootFunc(func(ctx context.Context, _ *sdk.PreBootRequest) error {
+		close(entered)
+		<-ctx.Done()
+		handlerDone <- ctx.Err()
+		return ctx.Err()
+	}), sdk.WithGracePeriod(grace))
+	result := preBootInFlight(t, s, entered)
+	stopping := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop() }()
+	bound := time.After(grace + 10*time.Second)
+	select {
+	case err := <-handlerDone:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("handler context ended with %v, want context.Canceled", err)
+		}
+	case <-bound:
+		t.Fatalf("handler context not cancelled within %s of the stop", grace+10*time.Second)
+	}
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("Serve returned %v, want nil: a stop after the grace period is still a clean stop", err)
+		}
+	case <-bound:
+		t.Fatal("Serve did not return after the grace period")
+	}
+	if waited := time.Since(stopping); waited < grace {
+		t.Errorf("Serve returned %s after the stop, before the grace period of %s", waited, grace)
+	}
+	if err := <-result; status.Code(err) != codes.Unavailable && status.Code(err) != codes.Canceled {
+		t.Errorf("call cut off by the stop: %v, want Unavailable or Canceled", err)
+	}
+	if _, err := os.Lstat(s.srv.SocketPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket still present after stop: %v", err)
 	}
 }
 

@@ -128,48 +128,79 @@ func socketRoot(t *testing.T) string {
 	return dir
 }
 
+// process is a hook server started as a process.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	// logs is the process's output; read it once exited is drained.
+	logs   *bytes.Buffer
+	exited chan error
+}
+
+// launch starts a hook server as a process and waits for its socket. The
+// caller stops it.
+func launch(t *testing.T, socket string, env []string, name string, args ...string) *process {
+	t.Helper()
+	p := &process{name: name, cmd: exec.Command(name, args...), logs: &bytes.Buffer{}, exited: make(chan error, 1)}
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	p.cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), env...)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	var exitErr error
+	eventually(t, 30*time.Second, "socket "+socket+" of "+name, func() bool {
+		select {
+		case exitErr = <-p.exited:
+			t.Fatalf("%s exited before serving: %v\n%s", name, exitErr, p.logs.String())
+		default:
+		}
+		fi, err := os.Stat(socket)
+		return err == nil && fi.Mode().Type() == os.ModeSocket
+	})
+	return p
+}
+
+// stopped sends SIGTERM and returns the exit error, or fails t if the
+// process is still running after within. The process is killed then.
+func (p *process) stopped(t *testing.T, within time.Duration) error {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		return err
+	case <-time.After(within):
+		_ = p.cmd.Process.Kill()
+		<-p.exited //nolint:errcheck // only waits for the exit; the process was stopped on purpose
+		t.Errorf("%s did not stop within %s of SIGTERM\n%s", p.name, within, p.logs.String())
+		return nil
+	}
+}
+
 // start runs a hook server as a process until the test ends and waits for
 // its socket. At the end it is sent SIGTERM, as the kubelet does, and must
 // exit and remove its socket.
 func start(t *testing.T, socket string, env []string, name string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(name, args...)
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	p := launch(t, socket, env, name, args...)
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("%s after SIGTERM: %v\n%s", name, err, logs.String())
-			}
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited //nolint:errcheck // only waits for the exit; the process was stopped on purpose
-			t.Errorf("%s did not stop within 15s of SIGTERM\n%s", name, logs.String())
+		if err := p.stopped(t, 15*time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v\n%s", name, err, p.logs.String())
 		}
 		if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s left its socket %s behind", name, socket)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if fi, err := os.Stat(socket); err == nil && fi.Mode().Type() == os.ModeSocket {
-			return
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("%s exited before serving: %v\n%s", name, err, logs.String())
-		default:
-		}
+}
+
+// eventually polls cond every 20ms until it holds, and fails t naming what
+// it waited for when it does not within timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no socket %s after 30s\n%s", name, socket, logs.String())
+			t.Fatalf("no %s after %s", what, timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -240,24 +240,26 @@ func applyInjectionPolicy(t *testing.T) {
 			if err := apiserver.CreateT(t, admin, p); err != nil {
 				return err
 			}
-			if findContainer(p, samplePlugin) == nil {
-				return fmt.Errorf("policy not active yet: Pod %s has no %s container", p.Name, samplePlugin)
+			if findContainer(p.Spec.InitContainers, samplePlugin) == nil {
+				return fmt.Errorf("policy not active yet: Pod %s has no %s init container", p.Name, samplePlugin)
 			}
 			return nil
 		})
 	})
 }
 
-func findContainer(p *corev1.Pod, name string) *corev1.Container {
-	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == name {
-			return &p.Spec.Containers[i]
+func findContainer(containers []corev1.Container, name string) *corev1.Container {
+	for i := range containers {
+		if containers[i].Name == name {
+			return &containers[i]
 		}
 	}
 	return nil
 }
 
-func TestSampleInjectionPolicyAddsTheSidecarWithItsPluginSubPath(t *testing.T) {
+// The sidecar is a native one (an init container with restartPolicy
+// Always), which the kubelet stops once compute has exited.
+func TestSampleInjectionPolicyAddsANativeSidecarWithItsPluginSubPath(t *testing.T) {
 	// With the subPath policy on too: the injected sidecar must pass it.
 	applySubPathPolicy(t)
 	applyInjectionPolicy(t)
@@ -269,9 +271,15 @@ func TestSampleInjectionPolicyAddsTheSidecarWithItsPluginSubPath(t *testing.T) {
 	if err := admin.Get(t.Context(), client.ObjectKeyFromObject(p), &stored); err != nil {
 		t.Fatal(err)
 	}
-	c := findContainer(&stored, samplePlugin)
+	c := findContainer(stored.Spec.InitContainers, samplePlugin)
 	if c == nil {
-		t.Fatalf("no %s container in %v", samplePlugin, stored.Spec.Containers)
+		t.Fatalf("no %s init container in %v", samplePlugin, stored.Spec.InitContainers)
+	}
+	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Fatalf("init container %s has restartPolicy %v, want Always", samplePlugin, c.RestartPolicy)
+	}
+	if findContainer(stored.Spec.Containers, samplePlugin) != nil {
+		t.Fatalf("%s is a regular container as well", samplePlugin)
 	}
 	if len(c.VolumeMounts) != 1 {
 		t.Fatalf("sidecar mounts %v, want the sockets volume alone", c.VolumeMounts)
@@ -281,7 +289,7 @@ func TestSampleInjectionPolicyAddsTheSidecarWithItsPluginSubPath(t *testing.T) {
 	if m.Name != pluginv1alpha1.SocketsVolumeName || m.SubPath != samplePlugin || m.MountPath != wantPath {
 		t.Fatalf("sidecar mount %+v, want volume %s, subPath %s at %s", m, pluginv1alpha1.SocketsVolumeName, samplePlugin, wantPath)
 	}
-	if compute := findContainer(&stored, "compute"); compute == nil || len(compute.VolumeMounts) != 1 || compute.VolumeMounts[0].SubPath != "" {
+	if compute := findContainer(stored.Spec.Containers, "compute"); compute == nil || len(compute.VolumeMounts) != 1 || compute.VolumeMounts[0].SubPath != "" {
 		t.Fatalf("compute container changed: %+v", compute)
 	}
 }
@@ -304,8 +312,8 @@ func TestSampleInjectionPolicyLeavesOtherPodsAlone(t *testing.T) {
 			if err := apiserver.CreateT(t, admin, p); err != nil {
 				t.Fatal(err)
 			}
-			if len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Name != "compute" {
-				t.Fatalf("containers %v, want compute alone", p.Spec.Containers)
+			if len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Name != "compute" || len(p.Spec.InitContainers) != 0 {
+				t.Fatalf("containers %v and init containers %v, want compute alone", p.Spec.Containers, p.Spec.InitContainers)
 			}
 		})
 	}

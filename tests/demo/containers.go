@@ -27,6 +27,8 @@ func (l tcLogger) Printf(format string, v ...any) {
 type podHost struct {
 	pod *corev1.Pod
 	dir string
+	// sidecars are the plugin sidecars' containers, by container name.
+	sidecars map[string]*testcontainers.DockerContainer
 }
 
 // volumeDir returns the host directory of the Pod volume name, creating it
@@ -104,12 +106,7 @@ func fieldValue(pod *corev1.Pod, path string) (string, error) {
 // subPath), user and read-only root file system from the spec. The
 // container is removed in cleanup.
 func (s *scenario) runPodContainer(ctx context.Context, p *podHost, name, hostRoot string) (*testcontainers.DockerContainer, error) {
-	var c *corev1.Container
-	for i := range p.pod.Spec.Containers {
-		if p.pod.Spec.Containers[i].Name == name {
-			c = &p.pod.Spec.Containers[i]
-		}
-	}
+	c := podContainer(p.pod, name)
 	if c == nil {
 		return nil, fmt.Errorf("pod %s has no container %q", p.pod.Name, name)
 	}
@@ -183,6 +180,31 @@ func shortID(id string) string {
 		return id[:12]
 	}
 	return id
+}
+
+// podContainer returns the Pod's container of that name, a regular or an
+// init container (injected sidecars are native sidecars: init containers
+// with restartPolicy Always).
+func podContainer(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// nativeSidecar returns the Pod's init container of that name when it is
+// a native sidecar (restartPolicy Always), else nil.
+func nativeSidecar(pod *corev1.Pod, name string) *corev1.Container {
+	for i, c := range pod.Spec.InitContainers {
+		if c.Name == name && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
 }
 
 // containerSummary describes a running container in one line.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +52,7 @@ func (s *scenario) bindInjectionPolicies(ctx context.Context, pod *corev1.Pod) e
 			return false, err
 		}
 		for _, name := range names {
-			if !slices.ContainsFunc(try.Spec.Containers, func(c corev1.Container) bool { return c.Name == name }) {
+			if nativeSidecar(try, name) == nil {
 				return false, fmt.Errorf("the %s sidecar is not injected yet", name)
 			}
 		}
@@ -62,7 +61,7 @@ func (s *scenario) bindInjectionPolicies(ctx context.Context, pod *corev1.Pod) e
 	if err == nil && refused != nil {
 		err = refused
 	}
-	if !s.check("the injection policies of "+strings.Join(names, ", ")+" add their sidecars to launcher Pods", err == nil, "%s", errText(err)) {
+	if !s.check("the injection policies of "+strings.Join(names, ", ")+" add their native sidecars to launcher Pods", err == nil, "%s", errText(err)) {
 		return errCheckFailed
 	}
 	return nil

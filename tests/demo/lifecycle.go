@@ -526,6 +526,7 @@ func (s *scenario) migrate(ctx context.Context) error {
 		return err
 	}
 	host := &podHost{pod: target, dir: filepath.Join(s.tmp, "target-pod")}
+	s.target = host
 	if err := s.startPodSidecars(ctx, host); err != nil {
 		return err
 	}
@@ -571,7 +572,7 @@ func (s *scenario) migrate(ctx context.Context) error {
 	s.check("libvirt on node2 reports the domain running", err2 == nil && dst == "running", "%s", withErr(dst, err2))
 	s.check("libvirt on node1 reports it shut off after the migration", err1 == nil && src == "shut off (migrated)", "%s", withErr(src, err1))
 	s.dispatch(ctx, 1, pluginv1alpha1.PostMigrationTarget)
-	return nil
+	return s.endSidecars(ctx, s.host, "the source launcher's compute container has exited")
 }
 
 // prepareTarget plays the target virt-launcher: it gets its plugins from
@@ -620,7 +621,7 @@ func (s *scenario) stop(ctx context.Context) error {
 	state, err := domainState(s.conns[1], domainName)
 	s.check("libvirt on node2 reports the domain shut off", err == nil && strings.HasPrefix(state, "shut off"), "%s", withErr(state, err))
 	s.dispatch(ctx, 1, pluginv1alpha1.PostVMStop)
-	return nil
+	return s.endSidecars(ctx, s.target, "the launcher's compute container has exited")
 }
 
 // withErr is what plus the error, if any.

@@ -42,10 +42,11 @@ type scenario struct {
 	nodes      [2]*libvirtd.Node
 	conns      [2]*libvirt.Connect
 
-	vm   *kubevirtv1.VirtualMachine
-	vmi  *kubevirtv1.VirtualMachineInstance
-	pod  *corev1.Pod
-	host *podHost
+	vm     *kubevirtv1.VirtualMachine
+	vmi    *kubevirtv1.VirtualMachineInstance
+	pod    *corev1.Pod
+	host   *podHost
+	target *podHost // the migration target's launcher Pod
 
 	launcher *launcher
 	handlers [2]*handler
@@ -485,13 +486,17 @@ func (s *scenario) createLauncherPod(ctx context.Context, suffix string) (*corev
 	}
 	s.show(fmt.Sprintf("Pod %s/%s uid %s (labels kubevirt.io/created-by=%s, controller ownerReference to the VMI)",
 		pod.Namespace, pod.Name, pod.UID, s.vmi.UID))
-	var names []string
+	var names, initNames []string
 	for _, ctr := range pod.Spec.Containers {
 		names = append(names, ctr.Name)
 	}
-	s.show("containers after admission: " + strings.Join(names, ", "))
+	for _, ctr := range pod.Spec.InitContainers {
+		initNames = append(initNames, ctr.Name)
+	}
+	s.show("containers after admission: " + strings.Join(names, ", ") + "; init containers: " + strings.Join(initNames, ", "))
 	for _, sample := range samplePlugins {
-		s.check("Pod "+pod.Name+" has the "+sample+" sidecar", slices.Contains(names, sample), "")
+		s.check("Pod "+pod.Name+" has the "+sample+" sidecar as a native sidecar (init container, restartPolicy Always)",
+			nativeSidecar(pod, sample) != nil && !slices.Contains(names, sample), "")
 	}
 	return pod, nil
 }
@@ -512,14 +517,14 @@ func (s *scenario) startPodSidecars(ctx context.Context, host *podHost) error {
 		})
 	}
 	wg.Wait()
+	host.sidecars = map[string]*testcontainers.DockerContainer{}
 	for i, name := range samplePlugins {
 		if errs[i] != nil {
 			return errs[i]
 		}
-		for _, c := range host.pod.Spec.Containers {
-			if c.Name == name {
-				s.show(containerSummary(&c, ctrs[i].GetContainerID()))
-			}
+		host.sidecars[name] = ctrs[i]
+		if c := podContainer(host.pod, name); c != nil {
+			s.show(containerSummary(c, ctrs[i].GetContainerID()))
 		}
 	}
 	sockets, err := host.volumeDir(pluginv1alpha1.SocketsVolumeName, s.hostRoot)

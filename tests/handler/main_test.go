@@ -50,7 +50,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building %s: %v\n", recorderImage, err)
 		return 1
 	}
-	s, err := apiserver.Start(apiserver.Options{})
+	s, err := apiserver.Start(apiserver.Options{WithKubeVirtCRDs: true})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the API server: %v\n", err)
 		return 1

@@ -26,15 +26,31 @@ func stored(t *testing.T, p *corev1.Pod) *corev1.Pod {
 	return got
 }
 
-// checkSidecar checks that the Pod holds the sample's sidecar, mounting
-// the sockets volume with the plugin name as subPath at the plugin
-// directory, next to an unchanged compute container, with every volume it
-// came with kept and a single sockets volume.
+// checkSidecar checks that the Pod holds the sample's sidecar as a native
+// sidecar (an init container with restartPolicy Always, after the init
+// containers the Pod came with, so that the kubelet stops it once compute
+// has exited), mounting the sockets volume with the plugin name as subPath
+// at the plugin directory and only volumes the Pod has, next to an
+// unchanged compute container, with every volume it came with kept and a
+// single sockets volume.
 func checkSidecar(t *testing.T, s sample, before, after *corev1.Pod) {
 	t.Helper()
-	c := container(after, s.name)
+	c := sidecar(after, s.name)
 	if c == nil {
-		t.Fatalf("no %s container in %v", s.name, containerNames(after))
+		t.Fatalf("no %s init container in %v (containers %v)", s.name, initContainerNames(after), containerNames(after))
+	}
+	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("init container %s has restartPolicy %v, want Always: a native sidecar, which the kubelet stops once compute has exited", s.name, c.RestartPolicy)
+	}
+	if container(after, s.name) != nil {
+		t.Errorf("%s is a regular container as well: it would keep the Pod running after the VM stops", s.name)
+	}
+	for i, want := range before.Spec.InitContainers {
+		if i >= len(after.Spec.InitContainers) || after.Spec.InitContainers[i].Name != want.Name ||
+			after.Spec.InitContainers[i].RestartPolicy != nil ||
+			!equality.Semantic.DeepEqual(after.Spec.InitContainers[i].VolumeMounts, want.VolumeMounts) {
+			t.Errorf("init containers %v, want the Pod's own %s unchanged at index %d", initContainerNames(after), want.Name, i)
+		}
 	}
 	if want := "kvp-" + s.name + ":latest"; c.Image != want {
 		t.Errorf("sidecar image %s, want %s", c.Image, want)
@@ -67,7 +83,7 @@ func checkSidecar(t *testing.T, s sample, before, after *corev1.Pod) {
 	}
 }
 
-func TestSampleInjectionPoliciesAddSidecarWithPluginSubPath(t *testing.T) {
+func TestSampleInjectionPoliciesAddANativeSidecarWithPluginSubPath(t *testing.T) {
 	for _, s := range setup(t) {
 		for _, shape := range volumeShapes {
 			t.Run(s.name+"/"+shape.String(), func(t *testing.T) {
@@ -77,8 +93,11 @@ func TestSampleInjectionPoliciesAddSidecarWithPluginSubPath(t *testing.T) {
 					t.Fatalf("opted-in launcher Pod refused: %v", err)
 				}
 				after := stored(t, p)
-				if got, want := containerNames(after), []string{"compute", s.name}; !slices.Equal(got, want) {
-					t.Fatalf("containers %v, want %v", got, want)
+				if got := containerNames(after); !slices.Equal(got, []string{"compute"}) {
+					t.Fatalf("containers %v, want compute alone", got)
+				}
+				if got, want := initContainerNames(after), append(initContainerNames(before), s.name); !slices.Equal(got, want) {
+					t.Fatalf("init containers %v, want %v", got, want)
 				}
 				checkSidecar(t, s, before, after)
 			})
@@ -106,9 +125,9 @@ func TestCloudInitNetworkSidecarSharesEphemeralDisksAndReadsNetworkStatus(t *tes
 				t.Fatalf("opted-in launcher Pod refused: %v", err)
 			}
 			after := stored(t, p)
-			c := container(after, s.name)
+			c := sidecar(after, s.name)
 			if c == nil {
-				t.Fatalf("no %s container in %v", s.name, containerNames(after))
+				t.Fatalf("no %s init container in %v", s.name, initContainerNames(after))
 			}
 			mounts := map[string]corev1.VolumeMount{}
 			for _, m := range c.VolumeMounts {
@@ -162,15 +181,17 @@ func TestSampleInjectionPoliciesLeaveOtherPodsAlone(t *testing.T) {
 				delete(p.Labels, "kubevirt.io")
 				return p
 			}},
-			{name: "opt-in label on a launcher Pod that already has the sidecar", pod: func(name string) *corev1.Pod {
+			{name: "opt-in label on a launcher Pod that already has the native sidecar", pod: func(name string) *corev1.Pod {
 				p := launcherPod(name, map[string]string{s.optIn: "enabled"}, withSocketsVolume)
-				p.Spec.Containers = append(p.Spec.Containers, corev1.Container{
-					Name: s.name, Image: "own-build",
-					VolumeMounts: []corev1.VolumeMount{{
-						Name: pluginv1alpha1.SocketsVolumeName, SubPath: s.name,
-						MountPath: strings.TrimSuffix(pluginv1alpha1.PluginDir(s.name), "/"),
-					}},
-				})
+				c := ownSidecar(s.name)
+				c.RestartPolicy = new(corev1.ContainerRestartPolicyAlways)
+				p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+				return p
+			}},
+			// A second container of that name would make the Pod invalid.
+			{name: "opt-in label on a launcher Pod that has the sidecar as a regular container", pod: func(name string) *corev1.Pod {
+				p := launcherPod(name, map[string]string{s.optIn: "enabled"}, withSocketsVolume)
+				p.Spec.Containers = append(p.Spec.Containers, ownSidecar(s.name))
 				return p
 			}},
 		}
@@ -210,8 +231,11 @@ func TestSampleInjectionPoliciesComposeOnOneLauncherPod(t *testing.T) {
 				t.Fatalf("launcher Pod using every sample refused: %v", err)
 			}
 			after := stored(t, p)
-			if got := len(after.Spec.Containers); got != 1+len(all) {
-				t.Errorf("containers %v, want compute and %d sidecars", containerNames(after), len(all))
+			if got := containerNames(after); !slices.Equal(got, []string{"compute"}) {
+				t.Errorf("containers %v, want compute alone", got)
+			}
+			if got := len(after.Spec.InitContainers); got != len(before.Spec.InitContainers)+len(all) {
+				t.Errorf("init containers %v, want the Pod's own and %d sidecars", initContainerNames(after), len(all))
 			}
 			for _, s := range all {
 				checkSidecar(t, s, before, after)
@@ -246,7 +270,7 @@ func TestInjectedPodsPassTheLauncherSocketsPolicy(t *testing.T) {
 				if err := apiserver.CreateT(t, admin, p); err != nil {
 					t.Fatalf("%s: mutated Pod refused: %v", shape, err)
 				}
-				if container(stored(t, p), s.name) == nil {
+				if sidecar(stored(t, p), s.name) == nil {
 					t.Fatalf("%s: Pod admitted without the %s sidecar", shape, s.name)
 				}
 			}
@@ -261,8 +285,19 @@ func TestInjectedPodsPassTheLauncherSocketsPolicy(t *testing.T) {
 		if err := apiserver.CreateT(t, admin, p); err != nil {
 			t.Fatalf("mutated Pod refused: %v", err)
 		}
-		if got := slices.Sorted(maps.Keys(labels)); len(stored(t, p).Spec.Containers) != 1+len(got) {
-			t.Fatalf("containers %v, want compute and one sidecar per label of %v", containerNames(stored(t, p)), got)
+		if got := slices.Sorted(maps.Keys(labels)); len(stored(t, p).Spec.InitContainers) != len(got) {
+			t.Fatalf("init containers %v, want one sidecar per label of %v", initContainerNames(stored(t, p)), got)
 		}
 	})
+}
+
+// ownSidecar is a sidecar the Pod's author added under the sample's name.
+func ownSidecar(name string) corev1.Container {
+	return corev1.Container{
+		Name: name, Image: "own-build",
+		VolumeMounts: []corev1.VolumeMount{{
+			Name: pluginv1alpha1.SocketsVolumeName, SubPath: name,
+			MountPath: strings.TrimSuffix(pluginv1alpha1.PluginDir(name), "/"),
+		}},
+	}
 }

@@ -250,8 +250,8 @@ func waitForInjection(ctx context.Context, s sample) error {
 		if err := admin.Create(ctx, p, client.DryRunAll); err != nil {
 			return fmt.Errorf("sample %s: probe Pod refused: %w", s.name, err)
 		}
-		if container(p, s.name) == nil {
-			return fmt.Errorf("sample %s: policy not active yet, probe Pod has no %s container", s.name, s.name)
+		if sidecar(p, s.name) == nil {
+			return fmt.Errorf("sample %s: policy not active yet, probe Pod has no %s init container", s.name, s.name)
 		}
 		return nil
 	})

@@ -22,13 +22,21 @@ const (
 	withOtherVolumes
 	// withoutVolumes has no volumes at all.
 	withoutVolumes
+	// withInitContainer is withSocketsVolume plus an init container that
+	// runs to completion, as KubeVirt adds for container disks: the
+	// sidecar goes after it.
+	withInitContainer
 )
 
 func (v volumeShape) String() string {
-	return [...]string{"sockets volume present", "other volumes only", "no volumes"}[v]
+	return [...]string{"sockets volume present", "other volumes only", "no volumes", "init container present"}[v]
 }
 
-var volumeShapes = []volumeShape{withSocketsVolume, withOtherVolumes, withoutVolumes}
+var volumeShapes = []volumeShape{withSocketsVolume, withOtherVolumes, withoutVolumes, withInitContainer}
+
+// kubevirtInitContainer is the init container of the withInitContainer
+// shape.
+const kubevirtInitContainer = "container-disk-binary"
 
 // socketsSizeLimit marks the sockets volume the Pod came with, to tell it
 // from one a policy would add.
@@ -49,7 +57,7 @@ func launcherPod(name string, extraLabels map[string]string, shape volumeShape) 
 		},
 	}
 	switch shape {
-	case withSocketsVolume:
+	case withSocketsVolume, withInitContainer:
 		limit := socketsSizeLimit
 		p.Spec.Volumes = []corev1.Volume{
 			{Name: pluginv1alpha1.SocketsVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}},
@@ -59,6 +67,12 @@ func launcherPod(name string, extraLabels map[string]string, shape volumeShape) 
 			{Name: pluginv1alpha1.SocketsVolumeName, MountPath: pluginv1alpha1.SocketsRoot},
 			{Name: "ephemeral-disks", MountPath: pluginv1alpha1.EphemeralDiskDir},
 		}
+		if shape == withInitContainer {
+			p.Spec.InitContainers = []corev1.Container{{
+				Name: kubevirtInitContainer, Image: "virt-launcher",
+				VolumeMounts: []corev1.VolumeMount{{Name: "ephemeral-disks", MountPath: "/init/usr/bin"}},
+			}}
+		}
 	case withOtherVolumes:
 		p.Spec.Volumes = []corev1.Volume{{Name: "private", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "private", MountPath: "/var/run/kubevirt-private"}}
@@ -66,10 +80,22 @@ func launcherPod(name string, extraLabels map[string]string, shape volumeShape) 
 	return p
 }
 
+// container returns the regular container of that name.
 func container(p *corev1.Pod, name string) *corev1.Container {
 	for i := range p.Spec.Containers {
 		if p.Spec.Containers[i].Name == name {
 			return &p.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// sidecar returns the init container of that name: an injected sidecar is
+// one, with restartPolicy Always.
+func sidecar(p *corev1.Pod, name string) *corev1.Container {
+	for i := range p.Spec.InitContainers {
+		if p.Spec.InitContainers[i].Name == name {
+			return &p.Spec.InitContainers[i]
 		}
 	}
 	return nil
@@ -95,9 +121,21 @@ func containerNames(p *corev1.Pod) []string {
 	return out
 }
 
-// containerImages lists the containers as name=image.
+func initContainerNames(p *corev1.Pod) []string {
+	var out []string
+	for _, c := range p.Spec.InitContainers {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// containerImages lists the init containers then the containers as
+// name=image, init ones marked.
 func containerImages(p *corev1.Pod) []string {
 	var out []string
+	for _, c := range p.Spec.InitContainers {
+		out = append(out, "init "+c.Name+"="+c.Image)
+	}
 	for _, c := range p.Spec.Containers {
 		out = append(out, c.Name+"="+c.Image)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -78,14 +79,26 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) err
 
 // chainFlags are the flags of the commands that run a hook chain.
 type chainFlags struct {
-	plugins    string
+	plugins    pathsFlag
 	vmi        string
 	socketWait time.Duration
 	socketRoot string
+	// trackSidecars compares the domain before and after each sidecar.
+	trackSidecars bool
+}
+
+// pathsFlag is a flag that may be given several times.
+type pathsFlag []string
+
+func (p *pathsFlag) String() string { return strings.Join(*p, ",") }
+
+func (p *pathsFlag) Set(v string) error {
+	*p = append(*p, v)
+	return nil
 }
 
 func (c *chainFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.plugins, "plugins", "", "a Plugin manifest (several documents allowed) or a directory of them")
+	fs.Var(&c.plugins, "plugins", "a Plugin manifest (several documents allowed) or a directory of them; may be given several times")
 	fs.StringVar(&c.vmi, "vmi", "", "the VirtualMachineInstance, YAML or JSON")
 	fs.DurationVar(&c.socketWait, "socket-wait", pluginv1alpha1.SocketWaitBudget, "how long to wait in total for sidecar sockets to appear")
 	fs.StringVar(&c.socketRoot, "socket-root", pluginv1alpha1.SocketsRoot, "the directory standing in for "+pluginv1alpha1.SocketsRoot)
@@ -100,9 +113,10 @@ func (c *chainFlags) pipeline(stderr io.Writer) (*pipeline.Pipeline, error) {
 		return nil, err
 	}
 	return pipeline.New(plugins, pipeline.Options{
-		Logger:           stderrLogger(stderr),
-		SocketRoot:       c.socketRoot,
-		SocketWaitBudget: c.socketWait,
+		Logger:             stderrLogger(stderr),
+		SocketRoot:         c.socketRoot,
+		SocketWaitBudget:   c.socketWait,
+		TrackSidecarWrites: c.trackSidecars,
 	})
 }
 
@@ -120,10 +134,12 @@ func runGuestDefinition(ctx context.Context, args []string, stdout, stderr io.Wr
 	domainFile := fs.String("domain", "", "the libvirt domain XML")
 	invocation := fs.String("context", string(pipeline.Boot), "invocation context: Boot or MigrationTarget")
 	diff := fs.Bool("diff", false, "print a unified diff of the domain instead of the resulting XML")
+	explain := fs.Bool("explain", false, "print which plugin and hook changed each part of the domain, and which overwrote another plugin's change, instead of the resulting XML (before the diff with --diff)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := required(map[string]string{"plugins": c.plugins, "vmi": c.vmi, "domain": *domainFile}); err != nil {
+	c.trackSidecars = *explain
+	if err := required(map[string]string{"plugins": c.plugins.String(), "vmi": c.vmi, "domain": *domainFile}); err != nil {
 		return err
 	}
 	ic := pipeline.InvocationContext(*invocation)
@@ -142,9 +158,14 @@ func runGuestDefinition(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	out, err := p.GuestDefinition(ctx, vmi, domain, ic)
+	out, report, err := p.GuestDefinitionWithReport(ctx, vmi, domain, ic)
 	if err != nil {
 		return err
+	}
+	if *explain {
+		if err := writeExplanation(stdout, report); err != nil || !*diff {
+			return err
+		}
 	}
 	after, err := out.Marshal()
 	if err != nil {
@@ -172,7 +193,7 @@ func runPreMigrationSource(ctx context.Context, args []string, stdout, stderr io
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := required(map[string]string{"plugins": c.plugins, "vmi": c.vmi, "flags": *flagsText}); err != nil {
+	if err := required(map[string]string{"plugins": c.plugins.String(), "vmi": c.vmi, "flags": *flagsText}); err != nil {
 		return err
 	}
 	flags, err := strconv.ParseUint(*flagsText, 0, 64)

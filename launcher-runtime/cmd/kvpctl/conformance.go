@@ -166,7 +166,7 @@ func (f conformanceFlags) launcherContract(plugin *pluginv1alpha1.Plugin, vmi []
 
 // onePlugin reads the file holding exactly one Plugin.
 func onePlugin(file string, notes io.Writer) (*pluginv1alpha1.Plugin, error) {
-	plugins, err := loadPlugins(file, notes)
+	plugins, err := loadPlugins([]string{file}, notes)
 	if err != nil {
 		return nil, err
 	}

@@ -115,12 +115,16 @@ func readFileDocs(file string, notes io.Writer) ([]pluginDoc, error) {
 	}
 }
 
-// loadPlugins reads the Plugins at path; any document that does not decode
-// fails the load.
-func loadPlugins(path string, notes io.Writer) ([]pluginv1alpha1.Plugin, error) {
-	docs, err := readPluginDocs(path, notes)
-	if err != nil {
-		return nil, err
+// loadPlugins reads the Plugins at paths (files or directories); any
+// document that does not decode fails the load.
+func loadPlugins(paths []string, notes io.Writer) ([]pluginv1alpha1.Plugin, error) {
+	var docs []pluginDoc
+	for _, path := range paths {
+		d, err := readPluginDocs(path, notes)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d...)
 	}
 	var out []pluginv1alpha1.Plugin
 	var errs []error

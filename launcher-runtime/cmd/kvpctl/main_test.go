@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -242,6 +244,66 @@ func TestGuestDefinitionDiff(t *testing.T) {
 	}
 	if strings.Contains(stdout, "-    <disk") {
 		t.Errorf("the diff shows unchanged devices:\n%s", stdout)
+	}
+}
+
+// titleSidecar is a GuestDefinition sidecar that sets the title.
+type titleSidecar struct{}
+
+func (titleSidecar) GuestDefinition(_ context.Context, req *sdk.GuestDefinitionRequest) (*libvirtxml.Domain, error) {
+	d := req.Domain
+	d.Title = "set by a sidecar"
+	return d, nil
+}
+
+// TestGuestDefinitionExplainNamesWhoChangedWhatAndWhoOverwroteWhom: over
+// Plugin files given with several --plugins, every changed part of the
+// domain with the hook that changed it last; a part changed by two plugins
+// is marked, naming both, sidecars included.
+func TestGuestDefinitionExplainNamesWhoChangedWhatAndWhoOverwroteWhom(t *testing.T) {
+	root := socketRoot(t)
+	serveSDK(t, root, "z-title", titleSidecar{})
+	override := writeFile(t, "override.yaml", `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: m-override
+spec:
+  launcherHooks:
+  - cel:
+      hookPoint: GuestDefinition
+      expression: 'Domain{CPU: DomainCPU{Mode: "host-model"}, OnCrash: "coredump-restart"}'
+`)
+	code, stdout, stderr := kvpctl(t, "guest-definition", "--plugins", testPlugins, "--plugins", override,
+		"--plugins", sidecarPlugin(t, "z-title", "GuestDefinition"),
+		"--vmi", testVMI, "--domain", testDomain, "--socket-root", root, "--explain")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	t.Log("\n" + stdout)
+	lines := strings.Split(stdout, "\n")
+	want := []string{
+		`^PATH +CHANGED BY$`,
+		`^OnCrash +plugin "m-override" launcher hook #0 \(cel\)$`,
+		`^CPU.Mode +plugin "m-override" launcher hook #0 \(cel\), overwriting plugin "cpu-tuning" launcher hook #0 \(cel\)$`,
+		`^Title +plugin "z-title" launcher hook #0 \(sidecar\), overwriting plugin "audit-title" launcher hook #0 \(cel\)$`,
+		`^OVERWRITTEN`,
+		`^  plugin "m-override" launcher hook #0 \(cel\) overwrote CPU.Mode, written by plugin "cpu-tuning" launcher hook #0 \(cel\)$`,
+		`^  plugin "z-title" launcher hook #0 \(sidecar\) overwrote Title, written by plugin "audit-title" launcher hook #0 \(cel\)$`,
+	}
+	for _, w := range want {
+		re := regexp.MustCompile(w)
+		if !slices.ContainsFunc(lines, re.MatchString) {
+			t.Errorf("no line matches %s", w)
+		}
+	}
+	if n := len(lines); n != 9 {
+		t.Errorf("%d lines, want a header, three changes, a blank line, the OVERWRITTEN header, two overlaps and the final newline", n)
+	}
+
+	// One plugin: nothing overwritten.
+	code, stdout, stderr = kvpctl(t, "guest-definition", "--plugins", override, "--vmi", testVMI, "--domain", testDomain, "--explain")
+	if code != exitOK || strings.Contains(stdout, "OVERWRITTEN") || !strings.Contains(stdout, "no part of the domain was changed by more than one plugin") {
+		t.Errorf("one plugin: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
 

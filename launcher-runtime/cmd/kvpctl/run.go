@@ -40,11 +40,11 @@ func commands() map[string]command {
 			run:      runValidate,
 		},
 		"guest-definition": {
-			synopsis: "guest-definition --plugins PATH --vmi FILE --domain FILE [--context Boot|MigrationTarget] [--socket-wait D] [--socket-root DIR] [--diff]",
+			synopsis: "guest-definition --plugins PATH... --vmi FILE --domain FILE [--context Boot|MigrationTarget] [--socket-wait D] [--socket-root DIR] [--diff] [--explain]",
 			run:      runGuestDefinition,
 		},
 		"pre-migration-source": {
-			synopsis: "pre-migration-source --plugins PATH --vmi FILE --flags N [--params FILE] [--socket-wait D] [--socket-root DIR]",
+			synopsis: "pre-migration-source --plugins PATH... --vmi FILE --flags N [--params FILE] [--socket-wait D] [--socket-root DIR]",
 			run:      runPreMigrationSource,
 		},
 		"conformance": {

@@ -28,6 +28,7 @@ func main() {
 	statusEnv := flag.String("network-status-env", "NETWORK_STATUS", "environment variable holding the network-status annotation")
 	ipv4Prefix := flag.Int("ipv4-prefix", 24, "prefix length for IPv4 addresses given without one")
 	ipv6Prefix := flag.Int("ipv6-prefix", 64, "prefix length for IPv6 addresses given without one")
+	grace := flag.Duration("grace-period", sdk.DefaultGracePeriod, "how long calls in flight may finish after SIGTERM before they are cancelled")
 	verbosity := flag.Int("v", 0, "log verbosity")
 	flag.Parse()
 
@@ -49,7 +50,7 @@ func main() {
 		Prefixes:   cloudinitnetwork.Prefixes{IPv4: *ipv4Prefix, IPv6: *ipv6Prefix},
 		Logger:     log,
 	})
-	err := sdk.ServeLauncherHooks(ctx, *plugin, h, sdk.WithLogger(log), sdk.WithSocketRoot(*root), sdk.WithSocketName(*socketName))
+	err := sdk.ServeLauncherHooks(ctx, *plugin, h, sdk.WithLogger(log), sdk.WithSocketRoot(*root), sdk.WithSocketName(*socketName), sdk.WithGracePeriod(*grace))
 	if err != nil {
 		log.Error(err, "cloudinit-network failed")
 		os.Exit(1)

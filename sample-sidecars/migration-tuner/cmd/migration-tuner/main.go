@@ -24,6 +24,7 @@ func main() {
 	root := flag.String("socket-root", sdk.DefaultSocketRoot, "directory holding the plugin socket directories")
 	socketName := flag.String("socket-name", sdk.DefaultSocketName, "socket file name")
 	prefix := flag.String("label-prefix", tuner.DefaultLabelPrefix, "prefix of the VMI labels the tuner reads")
+	grace := flag.Duration("grace-period", sdk.DefaultGracePeriod, "how long calls in flight may finish after SIGTERM before they are cancelled")
 	verbosity := flag.Int("v", 0, "log verbosity")
 	flag.Parse()
 
@@ -31,7 +32,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	err := sdk.ServeLauncherHooks(ctx, *plugin, tuner.New(tuner.Options{LabelPrefix: *prefix}),
-		sdk.WithLogger(log), sdk.WithSocketRoot(*root), sdk.WithSocketName(*socketName))
+		sdk.WithLogger(log), sdk.WithSocketRoot(*root), sdk.WithSocketName(*socketName), sdk.WithGracePeriod(*grace))
 	if err != nil {
 		log.Error(err, "migration-tuner failed")
 		os.Exit(1)

@@ -24,19 +24,20 @@ func main() {
 	events := flag.String("events-file", "/var/lib/node-hook-recorder/events.jsonl", "JSON lines file events are appended to")
 	delay := flag.Duration("delay", 0, "how long each call takes after it is recorded (for example 2s)")
 	failAt := flag.String("fail-hook-points", "", "comma separated hook points to answer with an error (for example PreVMStart,OnVMStop)")
+	grace := flag.Duration("grace-period", sdk.DefaultGracePeriod, "how long calls in flight may finish after SIGTERM before they are cancelled")
 	verbosity := flag.Int("v", 0, "log verbosity")
 	flag.Parse()
 
 	log := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{Verbosity: *verbosity})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, log, *socket, *events, *delay, *failAt); err != nil {
+	if err := run(ctx, log, *socket, *events, *delay, *failAt, *grace); err != nil {
 		log.Error(err, "node-hook-recorder failed")
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, log logr.Logger, socket, events string, delay time.Duration, failAt string) error {
+func run(ctx context.Context, log logr.Logger, socket, events string, delay time.Duration, failAt string, grace time.Duration) error {
 	fail, err := recorder.ParseHookPoints(strings.Split(failAt, ","))
 	if err != nil {
 		return fmt.Errorf("--fail-hook-points: %w", err)
@@ -46,5 +47,5 @@ func run(ctx context.Context, log logr.Logger, socket, events string, delay time
 		return err
 	}
 	defer rec.Close()
-	return sdk.ServeNodeHooks(ctx, socket, rec, sdk.WithLogger(log))
+	return sdk.ServeNodeHooks(ctx, socket, rec, sdk.WithLogger(log), sdk.WithGracePeriod(grace))
 }

@@ -26,6 +26,7 @@ func main() {
 	socketName := flag.String("socket-name", sdk.DefaultSocketName, "socket file name")
 	smbiosPrefix := flag.String("smbios-label-prefix", smbioswatchdog.DefaultSMBIOSLabelPrefix, "prefix of the VMI labels that set SMBIOS system entries")
 	watchdogLabel := flag.String("watchdog-label", smbioswatchdog.DefaultWatchdogLabel, "VMI label holding the watchdog action")
+	grace := flag.Duration("grace-period", sdk.DefaultGracePeriod, "how long calls in flight may finish after SIGTERM before they are cancelled")
 	verbosity := flag.Int("v", 0, "log verbosity")
 	flag.Parse()
 
@@ -34,7 +35,7 @@ func main() {
 	defer stop()
 	h := smbioswatchdog.New(smbioswatchdog.Options{SMBIOSLabelPrefix: *smbiosPrefix, WatchdogLabel: *watchdogLabel})
 	err := sdk.ServeLauncherHooks(ctx, *plugin, h,
-		sdk.WithLogger(log), sdk.WithSocketRoot(*root), sdk.WithSocketName(*socketName))
+		sdk.WithLogger(log), sdk.WithSocketRoot(*root), sdk.WithSocketName(*socketName), sdk.WithGracePeriod(*grace))
 	if err != nil {
 		log.Error(err, "smbios-watchdog failed")
 		os.Exit(1)

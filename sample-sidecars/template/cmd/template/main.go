@@ -26,6 +26,7 @@ func main() {
 	plugin := flag.String("plugin-name", "template", "Plugin name; the socket is <socket-root>/<plugin-name>/<socket-name>")
 	root := flag.String("socket-root", sdk.DefaultSocketRoot, "directory holding the plugin socket directories")
 	socketName := flag.String("socket-name", sdk.DefaultSocketName, "socket file name")
+	grace := flag.Duration("grace-period", sdk.DefaultGracePeriod, "how long calls in flight may finish after SIGTERM before they are cancelled")
 	verbosity := flag.Int("v", 0, "log verbosity")
 	flag.Parse()
 
@@ -33,7 +34,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	err := sdk.ServeLauncherHooks(ctx, *plugin, hook.New(hook.Options{Logger: log}),
-		sdk.WithLogger(log), sdk.WithSocketRoot(*root), sdk.WithSocketName(*socketName))
+		sdk.WithLogger(log), sdk.WithSocketRoot(*root), sdk.WithSocketName(*socketName), sdk.WithGracePeriod(*grace))
 	if err != nil {
 		log.Error(err, "sidecar failed")
 		os.Exit(1)
