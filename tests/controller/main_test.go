@@ -26,7 +26,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -52,10 +51,9 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	// CONTROLLER_TEST_LOG=1 shows the manager's logs.
+	var logger logr.Logger
 	if os.Getenv("CONTROLLER_TEST_LOG") != "" {
-		log.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		log.SetLogger(logr.Discard())
+		logger = zap.New(zap.UseDevMode(true))
 	}
 	webhookManifest, err := repo.Path("deploy", "controller", "webhook", "validatingwebhookconfiguration.yaml")
 	if err != nil {
@@ -66,6 +64,7 @@ func run(m *testing.M) int {
 		// For label-syncer, whose metrics endpoint is checked here too.
 		WithKubeVirtCRDs:      true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{webhookManifest}},
+		Logger:                logger,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -38,7 +36,6 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	log.SetLogger(logr.Discard())
 	var err error
 	server, err = apiserver.Start(apiserver.Options{})
 	if err != nil {
