@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"libvirt.org/go/libvirt"
 
 	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -141,7 +143,12 @@ func start(t *testing.T, socket string, env []string, name string, args ...strin
 		t.Fatalf("start %s: %v", name, err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	alive, exit := context.WithCancelCause(t.Context())
+	go func() {
+		err := cmd.Wait()
+		exit(fmt.Errorf("%s exited before serving (%v)", name, err))
+		exited <- err
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -158,21 +165,18 @@ func start(t *testing.T, socket string, env []string, name string, args ...strin
 			t.Errorf("%s left its socket %s behind", name, socket)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if fi, err := os.Stat(socket); err == nil && fi.Mode().Type() == os.ModeSocket {
-			return
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("%s exited before serving: %v\n%s", name, err, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no socket %s after 30s\n%s", name, socket, logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := poll.UntilContext(alive, 30*time.Second, func() error { return isSocket(socket) }); err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, logs.String())
 	}
+}
+
+// isSocket: a socket is at path.
+func isSocket(path string) error {
+	fi, err := os.Stat(path)
+	if err == nil && fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("%s is not a socket", path)
+	}
+	return err
 }
 
 // conformance runs the kvpctl binary and returns its exit status and output.

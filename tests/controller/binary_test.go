@@ -340,7 +340,7 @@ func startReplicas(t *testing.T, args ...string) []*runningBinary {
 func TestTwoReplicasServeTheWebhookWithOneSharedCAAndTheBundleStaysStable(t *testing.T) {
 	const interval = 200 * time.Millisecond
 	replicas := startReplicas(t, "--webhook-cert-check-interval", interval.String())
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, "the caBundle trusts both replicas", 30*time.Second, func() error {
 		_, err := bothTrustedByTheBundle(t.Context(), replicas...)
 		return err
 	})

@@ -34,6 +34,7 @@ import (
 	pluginreconciler "github.com/kubevirt-plugins/framework/plugin-controller/reconcilers/plugin"
 	pluginwebhook "github.com/kubevirt-plugins/framework/plugin-controller/webhooks/plugin"
 	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -121,29 +122,19 @@ func startManager(ctx context.Context, wg *sync.WaitGroup) error {
 	if err := (&pluginwebhook.Validator{CEL: env}).SetupWebhookWithManager(mgr); err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
+	running, stopped := context.WithCancelCause(ctx)
 	wg.Go(func() {
-		errc <- mgr.Start(ctx)
+		stopped(fmt.Errorf("manager stopped (%v)", mgr.Start(ctx)))
 	})
 	// The webhook must answer before the tests create Plugins.
 	addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case err := <-errc:
-			return fmt.Errorf("manager stopped: %w", err)
-		default:
-		}
+	return poll.UntilContext(running, 30*time.Second, func() error {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
-		if err == nil {
-			_ = conn.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
+		if err != nil {
 			return fmt.Errorf("webhook server at %s not serving: %w", addr, err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return conn.Close()
+	})
 }
 
 // rediscoveryInterval is the shared manager's: short, so that a test sees
@@ -291,21 +282,4 @@ func applyManifest(t testing.TB, rel ...string) []*unstructured.Unstructured {
 		t.Fatalf("%s holds no objects", filepath.Join(rel...))
 	}
 	return objs
-}
-
-// eventually polls cond every 100ms until it returns nil, failing the test
-// with the last error after timeout.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not reached within %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

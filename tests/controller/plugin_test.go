@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 func celHook(expr string) pluginv1alpha1.LauncherHook {
@@ -140,7 +141,7 @@ func TestInvalidCELIsRejectedAtUpdate(t *testing.T) {
 func waitForStatus(t *testing.T, name string, check func(*pluginv1alpha1.Plugin) error) *pluginv1alpha1.Plugin {
 	t.Helper()
 	var p pluginv1alpha1.Plugin
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, "Plugin "+name+" has the status wanted", 30*time.Second, func() error {
 		if err := admin.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 			return err
 		}
@@ -213,7 +214,7 @@ func TestValidPluginBecomesReadyAtItsGeneration(t *testing.T) {
 	}
 
 	// The transition to Ready was announced with an Event.
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, "an Event announces Ready", 30*time.Second, func() error {
 		var events eventsv1.EventList
 		if err := admin.List(ctx, &events); err != nil {
 			return err
