@@ -337,9 +337,13 @@ func startReplicas(t *testing.T, args ...string) []*runningBinary {
 	return out
 }
 
+// bundleKept is what the binary logs, at debug level, each time a check
+// finds the caBundle as it should be.
+const bundleKept = "webhook caBundle already trusts the CA"
+
 func TestTwoReplicasServeTheWebhookWithOneSharedCAAndTheBundleStaysStable(t *testing.T) {
 	const interval = 200 * time.Millisecond
-	replicas := startReplicas(t, "--webhook-cert-check-interval", interval.String())
+	replicas := startReplicas(t, "--webhook-cert-check-interval", interval.String(), "--zap-log-level=debug")
 	poll.Until(t, "the caBundle trusts both replicas", 30*time.Second, func() error {
 		_, err := bothTrustedByTheBundle(t.Context(), replicas...)
 		return err
@@ -358,7 +362,18 @@ func TestTwoReplicasServeTheWebhookWithOneSharedCAAndTheBundleStaysStable(t *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(15 * interval)
+	checked := make([]int, len(replicas))
+	for i, rb := range replicas {
+		checked[i] = strings.Count(rb.logs.String(), bundleKept)
+	}
+	poll.Until(t, "both replicas check the caBundle five more times", 30*time.Second, func() error {
+		for i, rb := range replicas {
+			if n := strings.Count(rb.logs.String(), bundleKept) - checked[i]; n < 5 {
+				return fmt.Errorf("replica %d found the caBundle as it should be %d times", i, n)
+			}
+		}
+		return nil
+	})
 	after, err := bothTrustedByTheBundle(t.Context(), replicas...)
 	if err != nil {
 		t.Fatal(err)

@@ -147,11 +147,12 @@ const rediscoveryInterval = 200 * time.Millisecond
 var mapGate *discoveryGate
 
 // discoveryGate passes the API server's discovery answers through, less
-// the hidden kind while it is closed.
+// the hidden kind while it is closed, and counts the questions.
 type discoveryGate struct {
 	real   pluginreconciler.ResourceDiscovery
 	mu     sync.Mutex
 	hidden string
+	asked  int
 }
 
 func (g *discoveryGate) open() {
@@ -160,7 +161,17 @@ func (g *discoveryGate) open() {
 	g.hidden = ""
 }
 
+// timesAsked is how many discoveries have begun.
+func (g *discoveryGate) timesAsked() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.asked
+}
+
 func (g *discoveryGate) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	g.mu.Lock()
+	g.asked++
+	g.mu.Unlock()
 	list, err := g.real.ServerResourcesForGroupVersion(gv)
 	if err != nil {
 		return nil, err
