@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -142,13 +141,7 @@ func start(t *testing.T, socket string, env []string, name string, args ...strin
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	exited := make(chan error, 1)
-	alive, exit := context.WithCancelCause(t.Context())
-	go func() {
-		err := cmd.Wait()
-		exit(fmt.Errorf("%s exited before serving (%v)", name, err))
-		exited <- err
-	}()
+	running, exited := poll.WhileRunning(t.Context(), cmd)
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -165,8 +158,8 @@ func start(t *testing.T, socket string, env []string, name string, args ...strin
 			t.Errorf("%s left its socket %s behind", name, socket)
 		}
 	})
-	if err := poll.UntilContext(alive, 30*time.Second, func() error { return isSocket(socket) }); err != nil {
-		t.Fatalf("%s: %v\n%s", name, err, logs.String())
+	if err := poll.UntilContext(running, 30*time.Second, func() error { return isSocket(socket) }); err != nil {
+		t.Fatalf("%s not serving: %v\n%s", name, err, logs.String())
 	}
 }
 

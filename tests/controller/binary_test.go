@@ -129,14 +129,8 @@ func (rb *runningBinary) start(t *testing.T, name, path string, args []string) e
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	alive, exited := context.WithCancelCause(t.Context())
-	go func() {
-		err := cmd.Wait()
-		exited(fmt.Errorf("%s exited (%v)", name, err))
-		done <- err
-	}()
-	if err := poll.UntilContext(alive, 60*time.Second, rb.ready); err != nil {
+	running, done := poll.WhileRunning(t.Context(), cmd)
+	if err := poll.UntilContext(running, 60*time.Second, rb.ready); err != nil {
 		_ = cmd.Process.Kill()
 		<-done //nolint:errcheck // only waits for the exit; the process did not start
 		return ports.InUse(fmt.Errorf("%s not ready: %w; logs:\n%s", name, err, rb.logs), rb.logs.String())

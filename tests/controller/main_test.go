@@ -124,7 +124,11 @@ func startManager(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	running, stopped := context.WithCancelCause(ctx)
 	wg.Go(func() {
-		stopped(fmt.Errorf("manager stopped (%v)", mgr.Start(ctx)))
+		err := mgr.Start(ctx)
+		if err == nil {
+			err = errors.New("no error")
+		}
+		stopped(fmt.Errorf("manager stopped: %w", err))
 	})
 	// The webhook must answer before the tests create Plugins.
 	addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))

@@ -137,14 +137,8 @@ func startBinary(t *testing.T, probe, metrics string, args ...string) error {
 		cancel()
 		return err
 	}
-	alive, exited := context.WithCancelCause(ctx)
-	done := make(chan struct{})
-	go func() {
-		err := cmd.Wait()
-		exited(fmt.Errorf("label-syncer exited (%v)", err))
-		close(done)
-	}()
-	err := poll.UntilContext(alive, waitTimeout, func() error {
+	running, exited := poll.WhileRunning(ctx, cmd)
+	err := poll.UntilContext(running, waitTimeout, func() error {
 		if err := get200("http://" + probe + "/readyz"); err != nil {
 			return err
 		}
@@ -152,12 +146,12 @@ func startBinary(t *testing.T, probe, metrics string, args ...string) error {
 	})
 	if err != nil {
 		cancel()
-		<-done
+		<-exited //nolint:errcheck // only waits for the exit; the process did not start
 		return ports.InUse(fmt.Errorf("label-syncer not ready: %w\n%s", err, stderr.String()), stderr.String())
 	}
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		<-exited //nolint:errcheck // only waits for the exit; the process is stopped on purpose
 	})
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -55,4 +57,22 @@ func Every(ctx context.Context, interval, timeout time.Duration, cond func() err
 	default:
 		return fmt.Errorf("not within %s: %w", timeout, last)
 	}
+}
+
+// WhileRunning waits for cmd, started, in the background. running ends
+// when cmd exits, with the exit as its cause, so that a wait on it for
+// what cmd does ends at once; exited then receives cmd.Wait's error.
+func WhileRunning(ctx context.Context, cmd *exec.Cmd) (running context.Context, exited <-chan error) {
+	running, stop := context.WithCancelCause(ctx)
+	ch := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		if err == nil {
+			stop(fmt.Errorf("%s exited", filepath.Base(cmd.Path)))
+		} else {
+			stop(fmt.Errorf("%s exited: %w", filepath.Base(cmd.Path), err))
+		}
+		ch <- err
+	}()
+	return running, ch
 }

@@ -3,6 +3,8 @@ package poll
 import (
 	"context"
 	"errors"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,4 +59,20 @@ func TestUntilWaitsInACleanup(t *testing.T) {
 			t.Errorf("%d calls, want 3", calls)
 		}
 	})
+}
+
+func TestUntilContextEndsWhenTheProcessExits(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "exit 3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	running, exited := WhileRunning(t.Context(), cmd)
+	err := UntilContext(running, time.Minute, func() error { return errNotYet })
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(err.Error(), "sh exited") {
+		t.Fatalf("err %v, want the exit of sh with status 3", err)
+	}
+	if err := <-exited; !errors.As(err, &exit) {
+		t.Fatalf("exited received %v, want the exit error", err)
+	}
 }
