@@ -130,7 +130,7 @@ func (rb *runningBinary) start(t *testing.T, name, path string, args []string) e
 		return err
 	}
 	running, done := poll.WhileRunning(t.Context(), cmd)
-	if err := poll.UntilContext(running, 60*time.Second, rb.ready); err != nil {
+	if err := poll.UntilContext(running, 60*time.Second, func() error { return rb.ready(cmd.Process.Pid) }); err != nil {
 		_ = cmd.Process.Kill()
 		<-done //nolint:errcheck // only waits for the exit; the process did not start
 		return ports.InUse(fmt.Errorf("%s not ready: %w; logs:\n%s", name, err, rb.logs), rb.logs.String())
@@ -154,17 +154,14 @@ func (rb *runningBinary) start(t *testing.T, name, path string, args []string) e
 	return nil
 }
 
-// ready: the binary says it is ready, and it has bound its metrics port,
-// which its readiness does not cover.
-func (rb *runningBinary) ready() error {
+// ready: the binary pid says it is ready, and it listens on its probe and
+// metrics ports itself (its readiness does not cover the metrics server,
+// and another process may answer on a port it failed to bind).
+func (rb *runningBinary) ready(pid int) error {
 	if err := httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", rb.probe)); err != nil {
 		return err
 	}
-	conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(rb.metrics)), time.Second)
-	if err != nil {
-		return fmt.Errorf("metrics port: %w", err)
-	}
-	return conn.Close()
+	return ports.Bound(pid, rb.probe, rb.metrics)
 }
 
 func httpOK(url string) error {

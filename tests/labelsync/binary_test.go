@@ -89,7 +89,7 @@ func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
 	var probe, metricsAddr string
 	err := ports.Retry(2, func(p []int) error {
 		probe, metricsAddr = fmt.Sprintf("127.0.0.1:%d", p[0]), fmt.Sprintf("127.0.0.1:%d", p[1])
-		return startBinary(t, probe, metricsAddr, "--kubeconfig="+cfg,
+		return startBinary(t, p, "--kubeconfig="+cfg,
 			"--additional-launcher-labels-sync=ops.example.com/*,team.example.com/owner",
 			"--additional-launcher-annotations-sync=notes.example.com/*",
 			"--health-probe-bind-address="+probe, "--metrics-bind-address="+metricsAddr,
@@ -125,10 +125,11 @@ func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
 	})
 }
 
-// startBinary runs the syncer with args, which bind probe and metrics,
-// until the test ends, and waits until it answers on both; or it returns
-// why it did not, with its log (see ports.InUse).
-func startBinary(t *testing.T, probe, metrics string, args ...string) error {
+// startBinary runs the syncer with args, which bind its probe to port
+// listens[0] of 127.0.0.1 and its other servers to the other ports, until
+// the test ends, and waits until it is ready and listens on all of them;
+// or it returns why it did not, with its log (see ports.InUse).
+func startBinary(t *testing.T, listens []int, args ...string) error {
 	ctx, cancel := context.WithCancel(t.Context())
 	cmd := exec.CommandContext(ctx, syncerBinary.Path(t), args...)
 	var stderr strings.Builder
@@ -139,10 +140,10 @@ func startBinary(t *testing.T, probe, metrics string, args ...string) error {
 	}
 	running, exited := poll.WhileRunning(ctx, cmd)
 	err := poll.UntilContext(running, waitTimeout, func() error {
-		if err := get200("http://" + probe + "/readyz"); err != nil {
+		if err := get200(fmt.Sprintf("http://127.0.0.1:%d/readyz", listens[0])); err != nil {
 			return err
 		}
-		return get200("http://" + metrics + "/metrics")
+		return ports.Bound(cmd.Process.Pid, listens...)
 	})
 	if err != nil {
 		cancel()

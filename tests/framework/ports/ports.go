@@ -12,6 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -23,8 +26,9 @@ const Attempts = 5
 // listened on a moment before. While start returns an error wrapping
 // syscall.EADDRINUSE (InUse makes one from a process's output), it calls
 // start again with fresh ports, Attempts times in all; it returns start's
-// last error. start must wait until the process has bound all its ports,
-// so that a port taken later cannot fail it once it counts as started.
+// last error. start must wait until the process has bound all its ports
+// (Bound tells), so that a port taken later cannot fail it once it
+// counts as started, nor a process already listening there pass for it.
 func Retry(n int, start func(ports []int) error) error {
 	var err error
 	for range Attempts {
@@ -62,4 +66,58 @@ func InUse(err error, output string) error {
 		return err
 	}
 	return fmt.Errorf("%w (%w)", err, syscall.EADDRINUSE)
+}
+
+// Bound returns nil once the process pid listens on every one of ports
+// itself, or else names one it does not listen on yet. A port that
+// answers could be somebody else's.
+func Bound(pid int, ports ...int) error {
+	own, err := listening(pid)
+	if err != nil {
+		return err
+	}
+	for _, p := range ports {
+		if !own[p] {
+			return fmt.Errorf("process %d does not listen on port %d yet", pid, p)
+		}
+	}
+	return nil
+}
+
+// listening returns the TCP ports the process pid listens on: those of the
+// listening sockets in its network namespace (/proc/<pid>/net/tcp and
+// tcp6) that are among its file descriptors.
+func listening(pid int) (map[int]bool, error) {
+	proc := filepath.Join("/proc", strconv.Itoa(pid))
+	fds, err := os.ReadDir(filepath.Join(proc, "fd"))
+	if err != nil {
+		return nil, err
+	}
+	sockets := map[string]bool{}
+	for _, fd := range fds {
+		// A descriptor closed since ReadDir has no link: not a listener.
+		link, _ := os.Readlink(filepath.Join(proc, "fd", fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); ok {
+			sockets[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	out := map[int]bool{}
+	for _, table := range []string{"tcp", "tcp6"} {
+		data, err := os.ReadFile(filepath.Join(proc, "net", table))
+		if err != nil {
+			return nil, err
+		}
+		// sl local_address rem_address st ... inode: a listener has st 0A.
+		for line := range strings.Lines(string(data)) {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" || !sockets[f[9]] {
+				continue
+			}
+			_, hex, _ := strings.Cut(f[1], ":")
+			if port, err := strconv.ParseUint(hex, 16, 16); err == nil {
+				out[int(port)] = true
+			}
+		}
+	}
+	return out, nil
 }

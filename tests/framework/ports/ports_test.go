@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
@@ -70,5 +72,54 @@ func TestInUseRecognisesTheKernelsErrorInAProcessLog(t *testing.T) {
 	}
 	if InUse(nil, log) != nil {
 		t.Errorf("InUse made an error of a start that succeeded")
+	}
+}
+
+// Bound tells the process's own listeners from a port that merely
+// answers.
+func TestBoundNamesOnlyThePortsTheProcessListensOn(t *testing.T) {
+	own, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	ownPort := own.Addr().(*net.TCPAddr).Port
+	// A connection, and a port listened on by another process.
+	conn, err := net.Dial("tcp", own.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	other := exec.Command("python3", "-c", "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(); print(s.getsockname()[1], flush=True); sys.stdin.read()")
+	stdin, err := other.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := other.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(); err != nil {
+		t.Skipf("no python3 to listen from another process: %v", err)
+	}
+	defer func() { _ = stdin.Close(); _ = other.Wait() }()
+	var otherPort int
+	if _, err := fmt.Fscan(out, &otherPort); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := Bound(os.Getpid(), ownPort); err != nil {
+		t.Errorf("own listener: %v", err)
+	}
+	if err := Bound(other.Process.Pid, otherPort); err != nil {
+		t.Errorf("the other process's listener: %v", err)
+	}
+	for _, p := range []int{otherPort, conn.LocalAddr().(*net.TCPAddr).Port} {
+		if Bound(os.Getpid(), ownPort, p) == nil {
+			t.Errorf("port %d counts as bound by this process (the other process's listener, then the connection)", p)
+		}
+	}
+	if Bound(other.Process.Pid, ownPort) == nil {
+		t.Errorf("this process's port %d counts as bound by the other", ownPort)
 	}
 }
