@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
@@ -58,12 +59,10 @@ func TestSlowServerHoldsUpOnlyTheVMIsThatUseIt(t *testing.T) {
 // waitUntilWaiting waits until n dispatches of v wait for its lock.
 func waitUntilWaiting(t *testing.T, d *Dispatcher, v *kubevirtv1.VirtualMachineInstance, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for d.locks.Waiting(lockKey(v)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dispatches of %s wait for its lock, want %d", d.locks.Waiting(lockKey(v)), v.Name, n)
-		}
-		time.Sleep(time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return d.locks.Waiting(lockKey(v)) >= n, nil
+	}); err != nil {
+		t.Fatalf("%d dispatches of %s wait for its lock, want %d: %v", d.locks.Waiting(lockKey(v)), v.Name, n, err)
 	}
 }
 

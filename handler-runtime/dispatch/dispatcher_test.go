@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
@@ -399,12 +401,10 @@ func TestConnectionsToSocketsNoPluginNamesAreClosed(t *testing.T) {
 	if err := d.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi("vm", nil), NodeContext{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for gone.open.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the connection to %s is still open after its Plugin was deleted", goneSock)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return gone.open.Load() == 0, nil
+	}); err != nil {
+		t.Fatalf("the connection to %s is still open after its Plugin was deleted: %v", goneSock, err)
 	}
 	if s := stays.open.Load(); s != 1 {
 		t.Fatalf("open connections to the socket still in use: %d, want the one pooled connection", s)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
@@ -63,17 +64,6 @@ func names(snap Snapshot) []string {
 	return out
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestSnapshotIsSortedByNameWithoutManagedFields(t *testing.T) {
 	s, _ := startStore(t, func() bool { return true },
 		unstructuredPlugin(t, "charlie"), unstructuredPlugin(t, "alpha"), unstructuredPlugin(t, "bravo"))
@@ -101,17 +91,21 @@ func TestChangesInTheAPIReachTheNextSnapshot(t *testing.T) {
 	if _, err := plugins.Create(t.Context(), unstructuredPlugin(t, "alpha"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "alpha to appear", func() bool {
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		snap, _ := s.Snapshot()
-		return len(snap.Plugins) == 2 && snap.Plugins[0].Name == "alpha"
-	})
+		return len(snap.Plugins) == 2 && snap.Plugins[0].Name == "alpha", nil
+	}); err != nil {
+		t.Fatalf("alpha did not appear: %v", err)
+	}
 	if err := plugins.Delete(t.Context(), "bravo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "bravo to go", func() bool {
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		snap, _ := s.Snapshot()
-		return len(snap.Plugins) == 1 && snap.Plugins[0].Name == "alpha"
-	})
+		return len(snap.Plugins) == 1 && snap.Plugins[0].Name == "alpha", nil
+	}); err != nil {
+		t.Fatalf("bravo did not go: %v", err)
+	}
 	after, _ := s.Snapshot()
 	if after.Revision == before.Revision {
 		t.Fatal("revision did not change with the Plugins")

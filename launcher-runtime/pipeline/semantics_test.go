@@ -10,9 +10,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/fakeclock"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -297,7 +297,7 @@ func TestSocketAppearingDuringWaitIsUsed(t *testing.T) {
 // still runs after the budget is spent.
 func TestSharedSocketWaitBudget(t *testing.T) {
 	root := socketRoot(t)
-	clk := clocktesting.NewFakeClock(time.Now())
+	clk := fakeclock.New(time.Now())
 	present := &sidecar{}
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{
 		plugin("a-missing", ignore(sidecarHook(declared("a-missing", "hook.sock"), pb))),
@@ -323,17 +323,12 @@ func TestSharedSocketWaitBudget(t *testing.T) {
 				t.Errorf("the sidecar whose socket exists did not run after the budget was spent")
 			}
 			return
-		default:
-		}
-		if clk.HasWaiters() {
-			step := 50 * time.Millisecond
-			clk.Step(step)
-			advanced += step
+		case d := <-clk.Waits():
+			clk.Step(d)
+			advanced += d
 			if advanced > 3*pluginv1alpha1.SocketWaitBudget {
 				t.Fatalf("still waiting after %s of clock time", advanced)
 			}
-		} else {
-			time.Sleep(time.Millisecond)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/fakeclock"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -64,6 +65,34 @@ func start(t testing.TB, root, plugin, file string, s hooksv1alpha1.LauncherHook
 	return sp
 }
 
+// stepWaits lets the call that done reports wait through n pauses of its
+// socket wait, trying the socket again after each, and fails the test if
+// the call ends before.
+func stepWaits(t *testing.T, clk *fakeclock.Clock, done <-chan error, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-done:
+			t.Fatalf("the call ended before the sidecar was back: %v", err)
+		case d := <-clk.Waits():
+			clk.Step(d)
+		}
+	}
+}
+
+// waitStepping returns the error of the call that done reports, stepping
+// clk through every wait of its socket wait until then.
+func waitStepping(clk *fakeclock.Clock, done <-chan error) error {
+	for {
+		select {
+		case err := <-done:
+			return err
+		case d := <-clk.Waits():
+			clk.Step(d)
+		}
+	}
+}
+
 // staleSocket leaves a socket file at <root>/<plugin>/<file> that nothing
 // listens on: what a sidecar container that exited leaves in the emptyDir.
 func staleSocket(t testing.TB, root, plugin, file string) string {
@@ -93,17 +122,14 @@ func TestStaleSocketIsWaitedForUntilTheSidecarListens(t *testing.T) {
 	root := socketRoot(t)
 	socket := staleSocket(t, root, "restarting", "hook.sock")
 	s := &sidecar{}
+	clk := fakeclock.New(time.Now())
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("restarting", sidecarHook(socket, pb))},
-		func(o *pipeline.Options) { o.SocketWaitBudget = 30 * time.Second })
+		func(o *pipeline.Options) { o.SocketWaitBudget, o.Clock = 30*time.Second, clk })
 	done := make(chan error, 1)
 	go func() { done <- p.PreBoot(t.Context(), testVMI(t), pipeline.Artifacts{}) }()
-	select {
-	case err := <-done:
-		t.Fatalf("the hook ended before the sidecar listened: %v", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	stepWaits(t, clk, done, 3)
 	start(t, root, "restarting", "hook.sock", s)
-	if err := <-done; err != nil {
+	if err := waitStepping(clk, done); err != nil {
 		t.Fatalf("the hook failed although the sidecar came back within the budget: %v", err)
 	}
 	if s.calls() != 1 {
@@ -180,21 +206,29 @@ func TestOneConnectionPerSidecarForTheLifeOfThePipeline(t *testing.T) {
 }
 
 // TestSidecarRestartBetweenCallsIsRedialed: the sidecar restarts between
-// two calls, at once or after leaving its socket file unserved for a
-// while; the next call dials it again (through the checked dial) and
+// two calls, at once or after leaving its socket file unserved for a few
+// pauses of the call's socket wait; the next call dials it again (through the checked dial) and
 // succeeds, with no error from the broken connection.
 func TestSidecarRestartBetweenCallsIsRedialed(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		down time.Duration
+		// down is how many pauses of its socket wait the call waits
+		// through before the sidecar is back.
+		down int
 	}{
 		{"Immediately", 0},
-		{"AfterAPause", 300 * time.Millisecond},
+		{"AfterAPause", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := socketRoot(t)
+			clk := fakeclock.New(time.Now())
 			p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("restart", sidecarHook(declared("restart", "hook.sock"), pb))},
-				func(o *pipeline.Options) { o.SocketWaitBudget = 10 * time.Second })
+				func(o *pipeline.Options) {
+					o.SocketWaitBudget = 10 * time.Second
+					if tc.down > 0 {
+						o.Clock = clk
+					}
+				})
 			t.Cleanup(func() { _ = p.Close() })
 			vmi := testVMI(t)
 			sp := start(t, root, "restart", "hook.sock", &sidecar{})
@@ -214,9 +248,9 @@ func TestSidecarRestartBetweenCallsIsRedialed(t *testing.T) {
 				} else {
 					done := make(chan error, 1)
 					go func() { done <- p.PreBoot(t.Context(), vmi, pipeline.Artifacts{}) }()
-					time.Sleep(tc.down)
+					stepWaits(t, clk, done, tc.down)
 					sp = start(t, root, "restart", "hook.sock", next)
-					if err := <-done; err != nil {
+					if err := waitStepping(clk, done); err != nil {
 						t.Fatalf("call during restart %d: %v", i, err)
 					}
 				}

@@ -83,7 +83,8 @@ type Options struct {
 	// Clock tells the time and drives the check interval. Default: the
 	// real clock.
 	Clock clock.WithTicker
-	// Logger receives renewals and errors. Default: discard.
+	// Logger receives renewals and errors, and at V(1) each check that
+	// found the caBundle current. Default: discard.
 	Logger logr.Logger
 }
 
@@ -341,6 +342,7 @@ func (r *Rotator) syncBundle(ctx context.Context, ca *keyPair, now time.Time) er
 			}
 		}
 		if !changed {
+			r.opts.Logger.V(1).Info("webhook caBundle already trusts the CA", "validatingWebhookConfiguration", name)
 			return nil
 		}
 		if err := r.opts.Client.Update(ctx, &vwc); err != nil {

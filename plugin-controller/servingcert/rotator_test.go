@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -232,24 +233,19 @@ func TestStartRenewsOnTheCheckInterval(t *testing.T) {
 		}
 	}()
 	// Wait for the first check and the ticker, then move past RenewBefore.
-	waitFor(t, func() bool { _, err := parseFiles(h.dir, CertFile, KeyFile); return err == nil && h.clock.HasWaiters() })
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, err := parseFiles(h.dir, CertFile, KeyFile)
+		return err == nil && h.clock.HasWaiters(), nil
+	}); err != nil {
+		t.Fatalf("no certificate and no ticker after the first check: %v", err)
+	}
 	first := h.serving()
 	h.clock.Step(45 * time.Minute)
-	waitFor(t, func() bool {
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		kp, err := parseFiles(h.dir, CertFile, KeyFile)
-		return err == nil && !kp.cert.Equal(first)
-	})
-}
-
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached before the deadline")
-		}
-		time.Sleep(10 * time.Millisecond)
+		return err == nil && !kp.cert.Equal(first), nil
+	}); err != nil {
+		t.Fatalf("the certificate was not renewed past RenewBefore: %v", err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"libvirt.org/go/libvirt"
 
 	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -147,17 +148,11 @@ func launch(t *testing.T, socket string, env []string, name string, args ...stri
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	var exitErr error
-	eventually(t, 30*time.Second, "socket "+socket+" of "+name, func() bool {
-		select {
-		case exitErr = <-p.exited:
-			t.Fatalf("%s exited before serving: %v\n%s", name, exitErr, p.logs.String())
-		default:
-		}
-		fi, err := os.Stat(socket)
-		return err == nil && fi.Mode().Type() == os.ModeSocket
-	})
+	running, exited := poll.WhileRunning(t.Context(), p.cmd)
+	go func() { p.exited <- <-exited }()
+	if err := poll.UntilContext(running, 30*time.Second, func() error { return isSocket(socket) }); err != nil {
+		t.Fatalf("%s not serving: %v\n%s", name, err, p.logs.String())
+	}
 	return p
 }
 
@@ -193,17 +188,13 @@ func start(t *testing.T, socket string, env []string, name string, args ...strin
 	})
 }
 
-// eventually polls cond every 20ms until it holds, and fails t naming what
-// it waited for when it does not within timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %s", what, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
+// isSocket: a socket is at path.
+func isSocket(path string) error {
+	fi, err := os.Stat(path)
+	if err == nil && fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("%s is not a socket", path)
 	}
+	return err
 }
 
 // conformance runs the kvpctl binary and returns its exit status and output.

@@ -16,6 +16,7 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"github.com/kubevirt-plugins/framework/tests/framework/docker"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -62,19 +63,13 @@ func TestPythonSampleImagePassesConformance(t *testing.T) {
 			_ = ctr.Terminate(context.WithoutCancel(t.Context()))
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if fi, err := os.Stat(socket); err == nil && fi.Mode().Type() == os.ModeSocket {
-			break
+	err = poll.UntilContext(ctx, 30*time.Second, func() error { return isSocket(socket) })
+	if err != nil {
+		var logs []byte
+		if r, err := ctr.Logs(ctx); err == nil {
+			logs, _ = io.ReadAll(r)
 		}
-		if time.Now().After(deadline) {
-			var logs []byte
-			if r, err := ctr.Logs(ctx); err == nil {
-				logs, _ = io.ReadAll(r)
-			}
-			t.Fatalf("no socket %s after 30s; container logs:\n%s", socket, logs)
-		}
-		time.Sleep(50 * time.Millisecond)
+		t.Fatalf("no socket: %v; container logs:\n%s", err, logs)
 	}
 	vmiFile := writeFile(t, t.TempDir(), "vmi.yaml", vmi(pythonSample, "", ""))
 	code, stdout, stderr := conformance(t, "--plugin", samplePath(t, pythonSample, "plugin.yaml"), "--socket", socket, "--vmi", vmiFile)

@@ -18,6 +18,7 @@ import (
 
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 	"github.com/kubevirt-plugins/framework/protos/sdk/sdktest"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // TestSampleServersStopOnSIGTERMWithACallInFlight: the kubelet sends a
@@ -55,10 +56,10 @@ func TestSampleServersStopOnSIGTERMWithACallInFlight(t *testing.T) {
 		// The handler is in the call once it has opened the FIFO for
 		// reading: only then does a non-blocking open for writing succeed.
 		var writer *os.File
-		eventually(t, 30*time.Second, "PreBoot reading the network status", func() bool {
+		poll.Until(t, "PreBoot reading the network status", 30*time.Second, func() error {
 			f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 			writer = f
-			return err == nil
+			return err
 		})
 		defer writer.Close()
 
@@ -67,12 +68,16 @@ func TestSampleServersStopOnSIGTERMWithACallInFlight(t *testing.T) {
 		}
 		// The server has taken the signal once it stops taking calls; the
 		// socket is still there while the call runs.
-		eventually(t, 30*time.Second, "refusal of new connections after SIGTERM", func() bool {
+		poll.Until(t, "refusal of new connections after SIGTERM", 30*time.Second, func() error {
 			c, err := net.Dial("unix", socket)
 			if err == nil {
 				_ = c.Close()
+				return errors.New("the socket still takes connections")
 			}
-			return errors.Is(err, syscall.ECONNREFUSED)
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				return err
+			}
+			return nil
 		})
 		if _, err := os.Lstat(socket); err != nil {
 			t.Fatalf("socket gone while a call is in flight: %v", err)
@@ -115,9 +120,12 @@ func TestSampleServersStopOnSIGTERMWithACallInFlight(t *testing.T) {
 			_, err := client.ExecuteNodeHook(t.Context(), req)
 			result <- err
 		}()
-		eventually(t, 30*time.Second, "PreVMStart recorded in "+events, func() bool {
+		poll.Until(t, "PreVMStart recorded in "+events, 30*time.Second, func() error {
 			b, err := os.ReadFile(events)
-			return err == nil && strings.Contains(string(b), `"hookPoint":"PreVMStart"`)
+			if err == nil && !strings.Contains(string(b), `"hookPoint":"PreVMStart"`) {
+				return errors.New("not recorded yet")
+			}
+			return err
 		})
 
 		signalled := time.Now()

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // BenchmarkPluginsReady creates CONTROLLER_BENCH_PLUGINS (default 500)
@@ -108,8 +109,7 @@ func benchPlugin(name string) *pluginv1alpha1.Plugin {
 // waitAllReady lists the Plugins every 200ms until the n whose names start
 // with prefix are all Ready at their generation.
 func waitAllReady(ctx context.Context, prefix string, n int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	return poll.Every(ctx, 200*time.Millisecond, timeout, func() error {
 		var list pluginv1alpha1.PluginList
 		if err := admin.List(ctx, &list); err != nil {
 			return err
@@ -124,14 +124,11 @@ func waitAllReady(ctx context.Context, prefix string, n int, timeout time.Durati
 				ready++
 			}
 		}
-		if ready == n {
-			return nil
+		if ready != n {
+			return fmt.Errorf("%d of %d Plugins Ready", ready, n)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d Plugins Ready after %s", ready, n, timeout)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // forEach runs fn for 0..n-1 on at most workers goroutines and returns the

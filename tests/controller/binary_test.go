@@ -28,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
+	"github.com/kubevirt-plugins/framework/tests/framework/ports"
 )
 
 // The binary runs as the controller's ServiceAccount with exactly the RBAC
@@ -61,16 +63,6 @@ func controllerKubeconfig(t *testing.T) string {
 // image has it; main_test.go removes it.
 var controllerBinary = &gobuild.Binary{Module: "plugin-controller", Pkg: "./cmd/plugin-controller"}
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // lockedBuffer collects the process output.
 type lockedBuffer struct {
 	mu sync.Mutex
@@ -98,29 +90,53 @@ type runningBinary struct {
 // with SIGTERM at cleanup and checks it exits cleanly.
 func startBinary(t *testing.T, args ...string) *runningBinary {
 	t.Helper()
-	rb := &runningBinary{probe: freePort(t), metrics: freePort(t), webhook: freePort(t), logs: &lockedBuffer{}}
-	return rb.start(t, "plugin-controller", controllerBinary.Path(t), append([]string{
-		"--kubeconfig", controllerKubeconfig(t),
-		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(rb.probe),
-		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(rb.metrics),
-		"--webhook-port", strconv.Itoa(rb.webhook),
-		"--leader-election-namespace", controllerNamespace,
-	}, args...))
+	kubeconfig := controllerKubeconfig(t)
+	return startOnFreePorts(t, "plugin-controller", controllerBinary.Path(t), 3, func(rb *runningBinary, p []int) []string {
+		rb.probe, rb.metrics, rb.webhook = p[0], p[1], p[2]
+		return append([]string{
+			"--kubeconfig", kubeconfig,
+			"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(rb.probe),
+			"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(rb.metrics),
+			"--webhook-port", strconv.Itoa(rb.webhook),
+			"--leader-election-namespace", controllerNamespace,
+		}, args...)
+	})
+}
+
+// startOnFreePorts runs the binary at path with the arguments args returns
+// for n fresh ports (which it records in rb), and waits until it is ready;
+// a binary that found one of its ports taken runs again on others.
+func startOnFreePorts(t *testing.T, name, path string, n int, args func(rb *runningBinary, ports []int) []string) *runningBinary {
+	t.Helper()
+	var rb *runningBinary
+	err := ports.Retry(n, func(p []int) error {
+		rb = &runningBinary{logs: &lockedBuffer{}}
+		return rb.start(t, name, path, args(rb, p))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rb
 }
 
 // start runs the binary at path with args, which bind rb's ports, and
-// waits until it is ready.
-func (rb *runningBinary) start(t *testing.T, name, path string, args []string) *runningBinary {
+// waits until it is ready, or returns why it is not, with its logs. Once
+// started, it is stopped at cleanup and must exit cleanly.
+func (rb *runningBinary) start(t *testing.T, name, path string, args []string) error {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = rb.logs, rb.logs
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
+	}
+	running, done := poll.WhileRunning(t.Context(), cmd)
+	if err := poll.UntilContext(running, 60*time.Second, func() error { return rb.ready(cmd.Process.Pid) }); err != nil {
+		_ = cmd.Process.Kill()
+		<-done //nolint:errcheck // only waits for the exit; the process did not start
+		return ports.InUse(fmt.Errorf("%s not ready: %w; logs:\n%s", name, err, rb.logs), rb.logs.String())
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
 		select {
 		case err := <-done:
 			if err != nil {
@@ -135,10 +151,17 @@ func (rb *runningBinary) start(t *testing.T, name, path string, args []string) *
 			t.Errorf("the generated RBAC of %s is missing a permission; logs:\n%s", name, rb.logs)
 		}
 	})
-	eventually(t, 60*time.Second, func() error {
-		return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", rb.probe))
-	})
-	return rb
+	return nil
+}
+
+// ready: the binary pid says it is ready, and it listens on its probe and
+// metrics ports itself (its readiness does not cover the metrics server,
+// and another process may answer on a port it failed to bind).
+func (rb *runningBinary) ready(pid int) error {
+	if err := httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", rb.probe)); err != nil {
+		return err
+	}
+	return ports.Bound(pid, rb.probe, rb.metrics)
 }
 
 func httpOK(url string) error {
@@ -188,7 +211,7 @@ func TestBinaryWithSelfSignedCertsPublishesTheCAAndServesWithIt(t *testing.T) {
 	// other tests' webhook calls would fail.)
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
 	var pool *x509.CertPool
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, "the caBundle trusts the served certificate", 30*time.Second, func() error {
 		if err := admin.Get(ctx, client.ObjectKey{Name: "plugin-controller"}, &vwc); err != nil {
 			return err
 		}
@@ -215,7 +238,7 @@ func TestBinaryWithSelfSignedCertsPublishesTheCAAndServesWithIt(t *testing.T) {
 	}
 
 	// It won the Lease and runs its reconciler.
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, "the binary holds the Lease", 30*time.Second, func() error {
 		var lease coordinationv1.Lease
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: controllerNamespace, Name: "plugin-controller.plugin.kubevirt.io"}, &lease); err != nil {
 			return err
@@ -305,10 +328,14 @@ func startReplicas(t *testing.T, args ...string) []*runningBinary {
 	return out
 }
 
+// bundleKept is what the binary logs, at debug level, each time a check
+// finds the caBundle as it should be.
+const bundleKept = "webhook caBundle already trusts the CA"
+
 func TestTwoReplicasServeTheWebhookWithOneSharedCAAndTheBundleStaysStable(t *testing.T) {
 	const interval = 200 * time.Millisecond
-	replicas := startReplicas(t, "--webhook-cert-check-interval", interval.String())
-	eventually(t, 30*time.Second, func() error {
+	replicas := startReplicas(t, "--webhook-cert-check-interval", interval.String(), "--zap-log-level=debug")
+	poll.Until(t, "the caBundle trusts both replicas", 30*time.Second, func() error {
 		_, err := bothTrustedByTheBundle(t.Context(), replicas...)
 		return err
 	})
@@ -326,7 +353,18 @@ func TestTwoReplicasServeTheWebhookWithOneSharedCAAndTheBundleStaysStable(t *tes
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(15 * interval)
+	checked := make([]int, len(replicas))
+	for i, rb := range replicas {
+		checked[i] = strings.Count(rb.logs.String(), bundleKept)
+	}
+	poll.Until(t, "both replicas check the caBundle five more times", 30*time.Second, func() error {
+		for i, rb := range replicas {
+			if n := strings.Count(rb.logs.String(), bundleKept) - checked[i]; n < 5 {
+				return fmt.Errorf("replica %d found the caBundle as it should be %d times", i, n)
+			}
+		}
+		return nil
+	})
 	after, err := bothTrustedByTheBundle(t.Context(), replicas...)
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +402,7 @@ func TestCABundleIsInjectedAsSoonAsTheWebhookConfigurationIsCreated(t *testing.T
 		t.Fatal(err)
 	}
 	created := time.Now()
-	eventually(t, 15*time.Second, func() error {
+	poll.Until(t, "the caBundle trusts both replicas", 15*time.Second, func() error {
 		_, err := bothTrustedByTheBundle(t.Context(), replicas...)
 		return err
 	})

@@ -26,7 +26,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -35,6 +34,7 @@ import (
 	pluginreconciler "github.com/kubevirt-plugins/framework/plugin-controller/reconcilers/plugin"
 	pluginwebhook "github.com/kubevirt-plugins/framework/plugin-controller/webhooks/plugin"
 	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -52,10 +52,9 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	// CONTROLLER_TEST_LOG=1 shows the manager's logs.
+	var logger logr.Logger
 	if os.Getenv("CONTROLLER_TEST_LOG") != "" {
-		log.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		log.SetLogger(logr.Discard())
+		logger = zap.New(zap.UseDevMode(true))
 	}
 	webhookManifest, err := repo.Path("deploy", "controller", "webhook", "validatingwebhookconfiguration.yaml")
 	if err != nil {
@@ -66,6 +65,7 @@ func run(m *testing.M) int {
 		// For label-syncer, whose metrics endpoint is checked here too.
 		WithKubeVirtCRDs:      true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{webhookManifest}},
+		Logger:                logger,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -122,29 +122,23 @@ func startManager(ctx context.Context, wg *sync.WaitGroup) error {
 	if err := (&pluginwebhook.Validator{CEL: env}).SetupWebhookWithManager(mgr); err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
+	running, stopped := context.WithCancelCause(ctx)
 	wg.Go(func() {
-		errc <- mgr.Start(ctx)
+		err := mgr.Start(ctx)
+		if err == nil {
+			err = errors.New("no error")
+		}
+		stopped(fmt.Errorf("manager stopped: %w", err))
 	})
 	// The webhook must answer before the tests create Plugins.
 	addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case err := <-errc:
-			return fmt.Errorf("manager stopped: %w", err)
-		default:
-		}
+	return poll.UntilContext(running, 30*time.Second, func() error {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true})
-		if err == nil {
-			_ = conn.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
+		if err != nil {
 			return fmt.Errorf("webhook server at %s not serving: %w", addr, err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return conn.Close()
+	})
 }
 
 // rediscoveryInterval is the shared manager's: short, so that a test sees
@@ -157,11 +151,12 @@ const rediscoveryInterval = 200 * time.Millisecond
 var mapGate *discoveryGate
 
 // discoveryGate passes the API server's discovery answers through, less
-// the hidden kind while it is closed.
+// the hidden kind while it is closed, and counts the questions.
 type discoveryGate struct {
 	real   pluginreconciler.ResourceDiscovery
 	mu     sync.Mutex
 	hidden string
+	asked  int
 }
 
 func (g *discoveryGate) open() {
@@ -170,7 +165,17 @@ func (g *discoveryGate) open() {
 	g.hidden = ""
 }
 
+// timesAsked is how many discoveries have begun.
+func (g *discoveryGate) timesAsked() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.asked
+}
+
 func (g *discoveryGate) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	g.mu.Lock()
+	g.asked++
+	g.mu.Unlock()
 	list, err := g.real.ServerResourcesForGroupVersion(gv)
 	if err != nil {
 		return nil, err
@@ -292,21 +297,4 @@ func applyManifest(t testing.TB, rel ...string) []*unstructured.Unstructured {
 		t.Fatalf("%s holds no objects", filepath.Join(rel...))
 	}
 	return objs
-}
-
-// eventually polls cond every 100ms until it returns nil, failing the test
-// with the last error after timeout.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not reached within %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

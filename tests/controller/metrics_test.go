@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // serviceAccountToken creates the ServiceAccount (in the controller's
@@ -100,12 +101,14 @@ func startSyncer(t *testing.T) *runningBinary {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb := &runningBinary{probe: freePort(t), metrics: freePort(t), logs: &lockedBuffer{}}
-	return rb.start(t, "label-syncer", syncerBinary.Path(t), []string{
-		"--kubeconfig", kubeconfig,
-		"--additional-launcher-labels-sync=ops.example.com/*",
-		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(rb.probe),
-		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(rb.metrics),
+	return startOnFreePorts(t, "label-syncer", syncerBinary.Path(t), 2, func(rb *runningBinary, p []int) []string {
+		rb.probe, rb.metrics = p[0], p[1]
+		return []string{
+			"--kubeconfig", kubeconfig,
+			"--additional-launcher-labels-sync=ops.example.com/*",
+			"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(rb.probe),
+			"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(rb.metrics),
+		}
 	})
 }
 
@@ -147,7 +150,7 @@ func checkMetricsAccess(t *testing.T, url, role, metric, reader, stranger string
 	t.Helper()
 	// The role holder is answered (once the binding is in the authorizer's
 	// view), with the binary's metrics.
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, "the reader gets the metrics", 30*time.Second, func() error {
 		code, body, err := getMetrics(url, reader)
 		switch {
 		case err != nil:

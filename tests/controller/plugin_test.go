@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 func celHook(expr string) pluginv1alpha1.LauncherHook {
@@ -140,7 +141,7 @@ func TestInvalidCELIsRejectedAtUpdate(t *testing.T) {
 func waitForStatus(t *testing.T, name string, check func(*pluginv1alpha1.Plugin) error) *pluginv1alpha1.Plugin {
 	t.Helper()
 	var p pluginv1alpha1.Plugin
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, "Plugin "+name+" has the status wanted", 30*time.Second, func() error {
 		if err := admin.Get(t.Context(), client.ObjectKey{Name: name}, &p); err != nil {
 			return err
 		}
@@ -213,7 +214,7 @@ func TestValidPluginBecomesReadyAtItsGeneration(t *testing.T) {
 	}
 
 	// The transition to Ready was announced with an Event.
-	eventually(t, 30*time.Second, func() error {
+	poll.Until(t, "an Event announces Ready", 30*time.Second, func() error {
 		var events eventsv1.EventList
 		if err := admin.List(ctx, &events); err != nil {
 			return err
@@ -348,12 +349,40 @@ func TestReferenceToAnUnservedAdmissionKindIsReportedAndPickedUpOnceServed(t *te
 
 	served := servesKind(t, "MutatingAdmissionPolicy")
 	t.Logf("API server (emulated version %q) serves MutatingAdmissionPolicy: %v", server.EmulatedVersion, served)
+	asked := mapGate.timesAsked()
 	mapGate.open()
 	if !served {
-		// The server's own answer still holds after re-discovery, and the
-		// server refuses the kind itself.
-		time.Sleep(10 * rediscoveryInterval)
-		waitForStatus(t, p.Name, notServed)
+		// The server's own answer still holds after a re-discovery through
+		// the open gate, and the server refuses the kind itself. The second
+		// discovery begun since the gate opened is one that passed it open
+		// (rediscovery acts on one answer before it asks again); a
+		// reconcile of a new generation after it judges the reference on
+		// what it found.
+		poll.Until(t, "the controller discovers again", 30*time.Second, func() error {
+			if n := mapGate.timesAsked() - asked; n < 2 {
+				return fmt.Errorf("%d discoveries since the gate opened", n)
+			}
+			return nil
+		})
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+				return err
+			}
+			if p.Spec.FailureStrategy == pluginv1alpha1.Ignore {
+				p.Spec.FailureStrategy = pluginv1alpha1.Fail
+			} else {
+				p.Spec.FailureStrategy = pluginv1alpha1.Ignore
+			}
+			return admin.Update(ctx, p)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		waitForStatus(t, p.Name, func(got *pluginv1alpha1.Plugin) error {
+			if got.Status.ObservedGeneration != p.Generation {
+				return fmt.Errorf("status of generation %d, want %d", got.Status.ObservedGeneration, p.Generation)
+			}
+			return notServed(got)
+		})
 		if err := admin.Create(ctx, minimalMAP("unserved-kind-map")); !meta.IsNoMatchError(err) {
 			t.Fatalf("creating a MutatingAdmissionPolicy on a server not serving it: %v, want a no-match error", err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 const launcherNamespace = "launchers"
@@ -85,7 +86,7 @@ func applySubPathPolicy(t *testing.T) {
 	subPathPolicyOnce.Do(func() {
 		applyManifest(t, "deploy", "policies", "launcher-sockets-subpath.yaml")
 		i := 0
-		eventually(t, 60*time.Second, func() error {
+		poll.Until(t, "the subPath policy is enforced", 60*time.Second, func() error {
 			i++
 			p := launcherPod(fmt.Sprintf("policy-probe-%d", i), launcherLabels, true)
 			p.Spec.Containers = append(p.Spec.Containers, sidecar("probe", ""))
@@ -234,7 +235,7 @@ func applyInjectionPolicy(t *testing.T) {
 	injectionPolicyOnce.Do(func() {
 		applyManifest(t, "deploy", "policies", "sample-sidecar-injection", "mutatingadmissionpolicy.yaml")
 		i := 0
-		eventually(t, 60*time.Second, func() error {
+		poll.Until(t, "the injection policy is enforced", 60*time.Second, func() error {
 			i++
 			p := launcherPod(fmt.Sprintf("inject-probe-%d", i), sampleLabels, true)
 			if err := apiserver.CreateT(t, admin, p); err != nil {

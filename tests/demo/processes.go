@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/testcontainers/testcontainers-go"
 )
 
 // prefixWriter prefixes every line written to w with a name, so that the
@@ -49,14 +50,16 @@ func (l *lineWriter) Write(b []byte) (int, error) {
 	}
 }
 
-// freePort returns a TCP port on 127.0.0.1 nobody listens on right now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// containerLogs is what the container wrote so far, or "" when Docker
+// does not say.
+func containerLogs(ctx context.Context, c *testcontainers.DockerContainer) string {
+	r, err := c.Logs(ctx)
 	if err != nil {
-		return 0, err
+		return ""
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	defer r.Close()
+	b, _ := io.ReadAll(r)
+	return string(b)
 }
 
 // waitReady polls url until it answers 200, or alive reports that the

@@ -26,6 +26,7 @@ import (
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
+	"github.com/kubevirt-plugins/framework/tests/framework/ports"
 )
 
 // scenario holds what the steps started and made, for the later steps and
@@ -179,12 +180,6 @@ func (s *scenario) startControllers(ctx context.Context) error {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "demo-kubeconfig", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		ctr := &pod.Spec.Containers[0]
 		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "demo-kubeconfig", MountPath: "/etc/demo", ReadOnly: true})
-		probe, err := freePort()
-		if err != nil {
-			return err
-		}
-		ctr.Args = append([]string{"--kubeconfig=/etc/demo/kubeconfig", "--metrics-bind-address=0",
-			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probe)}, c.args...)
 		host := &podHost{pod: pod, dir: filepath.Join(s.tmp, c.name+"-pod")}
 		dir, err := host.volumeDir("demo-kubeconfig", s.hostRoot)
 		if err != nil {
@@ -194,22 +189,28 @@ func (s *scenario) startControllers(ctx context.Context) error {
 		if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), kc, 0o644); err != nil {
 			return err
 		}
-		running, err := s.runPodContainer(ctx, host, ctr.Name, s.hostRoot)
-		if err != nil {
-			return err
-		}
-		s.show(fmt.Sprintf("%s (%s): %s", c.name, c.deployment, containerSummary(ctr, running.GetContainerID())))
-		alive := func() error {
-			st, err := running.State(ctx)
+		// A controller whose probe port was taken before it bound it exits;
+		// it runs again on another port.
+		err = ports.Retry(1, func(p []int) error {
+			ctr.Args = append([]string{"--kubeconfig=/etc/demo/kubeconfig", "--metrics-bind-address=0",
+				fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", p[0])}, c.args...)
+			running, err := s.runPodContainer(ctx, host, ctr.Name, s.hostRoot)
 			if err != nil {
 				return err
 			}
-			if !st.Running {
-				return fmt.Errorf("container exited with status %d (its output is in the log)", st.ExitCode)
+			s.show(fmt.Sprintf("%s (%s): %s", c.name, c.deployment, containerSummary(ctr, running.GetContainerID())))
+			alive := func() error {
+				st, err := running.State(ctx)
+				if err != nil {
+					return err
+				}
+				if !st.Running {
+					return ports.InUse(fmt.Errorf("container exited with status %d (its output is in the log)", st.ExitCode), containerLogs(ctx, running))
+				}
+				return nil
 			}
-			return nil
-		}
-		err = s.waitReady(ctx, c.name, fmt.Sprintf("http://127.0.0.1:%d/readyz", probe), alive)
+			return s.waitReady(ctx, c.name, fmt.Sprintf("http://127.0.0.1:%d/readyz", p[0]), alive)
+		})
 		if !s.check(c.name+" is ready", err == nil, "%s", errText(err)) {
 			return errCheckFailed
 		}

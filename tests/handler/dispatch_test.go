@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
 	hookrecorder "github.com/kubevirt-plugins/framework/sample-sidecars/node-hook-recorder/recorder"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 func TestEachNodeHookPointReachesTheServerWithVMIAndNodeName(t *testing.T) {
@@ -206,7 +208,12 @@ func TestOnVMStopDuringPreVMStartReachesTheServerOnlyAfterPreVMStartReturned(t *
 	go func() {
 		start <- dispatcher.Dispatch(t.Context(), pluginv1alpha1.PreVMStart, vmi, dispatch.NodeContext{NodeName: "n"})
 	}()
-	eventually(t, "PreVMStart to reach the recorder", func() bool { return len(readEvents(t, rec.Events)) == 1 })
+	poll.Until(t, "PreVMStart reaches the recorder", pollTimeout, func() error {
+		if n := len(readEvents(t, rec.Events)); n != 1 {
+			return fmt.Errorf("%d events recorded", n)
+		}
+		return nil
+	})
 	if err := dispatcher.Dispatch(t.Context(), pluginv1alpha1.OnVMStop, vmi, dispatch.NodeContext{NodeName: "n"}); err != nil {
 		t.Fatal(err)
 	}

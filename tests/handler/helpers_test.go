@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	hookrecorder "github.com/kubevirt-plugins/framework/sample-sidecars/node-hook-recorder/recorder"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // pollTimeout bounds every wait for something to appear; it is a deadline
@@ -95,9 +97,12 @@ func startRecorder(t *testing.T, dir, socketName, eventsDir string, flags ...str
 		t.Fatalf("starting recorder %s: %v", dir, err)
 	}
 	r := &recorder{Socket: filepath.Join(hostDir, socketName), Events: filepath.Join(eventsHost, "events.jsonl"), container: ctr}
-	eventually(t, "socket "+r.Socket+" to appear", func() bool {
+	poll.Until(t, "the recorder's socket", pollTimeout, func() error {
 		fi, err := os.Lstat(r.Socket)
-		return err == nil && fi.Mode()&fs.ModeSocket != 0
+		if err == nil && fi.Mode()&fs.ModeSocket == 0 {
+			return fmt.Errorf("%s is not a socket", r.Socket)
+		}
+		return err
 	})
 	return r
 }
@@ -126,17 +131,6 @@ func readEvents(t *testing.T, path string) []hookrecorder.Event {
 		events[i].Time = time.Time{}
 	}
 	return events
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func newVMI(name string, labels map[string]string) *kubevirtv1.VirtualMachineInstance {
@@ -174,10 +168,10 @@ func createPlugins(t *testing.T, ps ...*pluginv1alpha1.Plugin) {
 // resourceVersion the API server gave it.
 func waitForStore(t *testing.T, ps ...*pluginv1alpha1.Plugin) {
 	t.Helper()
-	eventually(t, "the store to see the Plugins", func() bool {
+	poll.Until(t, "the store sees the Plugins", pollTimeout, func() error {
 		snap, err := plugins.Snapshot()
 		if err != nil {
-			return false
+			return err
 		}
 		seen := map[string]string{}
 		for _, p := range snap.Plugins {
@@ -185,10 +179,10 @@ func waitForStore(t *testing.T, ps ...*pluginv1alpha1.Plugin) {
 		}
 		for _, p := range ps {
 			if seen[p.Name] != p.ResourceVersion {
-				return false
+				return fmt.Errorf("Plugin %s at resourceVersion %q, want %s", p.Name, seen[p.Name], p.ResourceVersion)
 			}
 		}
-		return true
+		return nil
 	})
 }
 
@@ -199,8 +193,11 @@ func deleteAllPlugins(t *testing.T) {
 		t.Errorf("deleting Plugins: %v", err)
 		return
 	}
-	eventually(t, "the store to be empty", func() bool {
+	poll.Until(t, "the store is empty", pollTimeout, func() error {
 		snap, err := plugins.Snapshot()
-		return err == nil && len(snap.Plugins) == 0
+		if err == nil && len(snap.Plugins) != 0 {
+			return fmt.Errorf("the store holds %d Plugins", len(snap.Plugins))
+		}
+		return err
 	})
 }

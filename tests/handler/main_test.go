@@ -9,9 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
 	"github.com/kubevirt-plugins/framework/handler-runtime/launcherplugins"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
@@ -44,7 +41,6 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ctrllog.SetLogger(logr.Discard())
 	docker.NoReaper()
 	if err := buildRecorderImage(); err != nil {
 		fmt.Fprintf(os.Stderr, "building %s: %v\n", recorderImage, err)

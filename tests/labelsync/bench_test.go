@@ -24,6 +24,7 @@ import (
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncertest"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // BenchmarkLabelSync creates LABELSYNC_BENCH_VMS (default 2000) VMs, each
@@ -70,6 +71,15 @@ func BenchmarkLabelSync(b *testing.B) {
 				benchOnce(mode.ctx, b, admin, ns, n, gen)
 			}
 		})
+	}
+}
+
+// waitLong polls check every 100ms, until a deadline sized for thousands
+// of objects, and fails b with its last error after that.
+func waitLong(b *testing.B, what string, check func() error) {
+	b.Helper()
+	if err := poll.Every(b.Context(), 100*time.Millisecond, 20*time.Minute, check); err != nil {
+		b.Fatalf("%s: %v", what, err)
 	}
 }
 
@@ -161,22 +171,6 @@ func waitLabelled(b *testing.B, c client.Client, ns string, n int, gen string) {
 		}
 		return nil
 	})
-}
-
-// waitLong is eventually with a deadline sized for thousands of objects.
-func waitLong(b *testing.B, what string, check func() error) {
-	b.Helper()
-	deadline := time.Now().Add(20 * time.Minute)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func heapInUse() int64 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -16,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
+	"github.com/kubevirt-plugins/framework/tests/framework/ports"
 )
 
 // syncerBinary is cmd/label-syncer, built statically as the image has it;
@@ -82,47 +83,30 @@ func TestStartupRejectsInvalidEntriesNamingThem(t *testing.T) {
 // TestBinaryWithValidEntriesSyncsAndServesMetrics runs the built binary
 // as the Deployment does and checks it syncs a VM and reports it.
 func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
-	bin := syncerBinary.Path(t)
 	ns := newNamespace(t)
 	r := startVM(t, ns, "vm-binary", map[string]string{"ops.example.com/owner": "team-a"}, nil, outside)
-	probe, metricsAddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+kubeconfig(t),
-		"--additional-launcher-labels-sync=ops.example.com/*,team.example.com/owner",
-		"--additional-launcher-annotations-sync=notes.example.com/*",
-		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metricsAddr,
-		// Plain HTTP keeps this test about what is synced and counted;
-		// tests/controller checks the HTTPS endpoint and its authorization.
-		"--metrics-secure=false")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	cfg := kubeconfig(t)
+	var probe, metricsAddr string
+	err := ports.Retry(2, func(p []int) error {
+		probe, metricsAddr = fmt.Sprintf("127.0.0.1:%d", p[0]), fmt.Sprintf("127.0.0.1:%d", p[1])
+		return startBinary(t, p, "--kubeconfig="+cfg,
+			"--additional-launcher-labels-sync=ops.example.com/*,team.example.com/owner",
+			"--additional-launcher-annotations-sync=notes.example.com/*",
+			"--health-probe-bind-address="+probe, "--metrics-bind-address="+metricsAddr,
+			// Plain HTTP keeps this test about what is synced and counted;
+			// tests/controller checks the HTTPS endpoint and its authorization.
+			"--metrics-secure=false")
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-exited
-	})
-	eventually(t, "/readyz answers 200", func() error {
-		select {
-		case <-exited:
-			t.Fatalf("label-syncer exited: %s", stderr.String())
-		default:
-		}
-		return get200("http://" + probe + "/readyz")
-	})
 
 	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-b"}, nil)
-	eventually(t, "the binary synced the VMI and the Pod", func() error {
+	poll.Until(t, "the binary synced the VMI and the Pod", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-b"})
 	})
 	checkOutsideAndUID(t, r, r.pod.UID)
-	eventually(t, "/metrics reports the patches", func() error {
+	poll.Until(t, "/metrics reports the patches", waitTimeout, func() error {
 		body, err := getBody("http://" + metricsAddr + "/metrics")
 		if err != nil {
 			return err
@@ -139,6 +123,38 @@ func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// startBinary runs the syncer with args, which bind its probe to port
+// listens[0] of 127.0.0.1 and its other servers to the other ports, until
+// the test ends, and waits until it is ready and listens on all of them;
+// or it returns why it did not, with its log (see ports.InUse).
+func startBinary(t *testing.T, listens []int, args ...string) error {
+	ctx, cancel := context.WithCancel(t.Context())
+	cmd := exec.CommandContext(ctx, syncerBinary.Path(t), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return err
+	}
+	running, exited := poll.WhileRunning(ctx, cmd)
+	err := poll.UntilContext(running, waitTimeout, func() error {
+		if err := get200(fmt.Sprintf("http://127.0.0.1:%d/readyz", listens[0])); err != nil {
+			return err
+		}
+		return ports.Bound(cmd.Process.Pid, listens...)
+	})
+	if err != nil {
+		cancel()
+		<-exited //nolint:errcheck // only waits for the exit; the process did not start
+		return ports.InUse(fmt.Errorf("label-syncer not ready: %w\n%s", err, stderr.String()), stderr.String())
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-exited //nolint:errcheck // only waits for the exit; the process is stopped on purpose
+	})
+	return nil
 }
 
 // getBody returns the body of a 200 answer to a GET of url.
@@ -162,15 +178,4 @@ func getBody(url string) (string, error) {
 func get200(url string) error {
 	_, err := getBody(url)
 	return err
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

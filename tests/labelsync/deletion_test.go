@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // holdFinalizer keeps a deleted VMI around, as virt-controller's finalizer
@@ -67,7 +68,7 @@ func TestVMIBeingDeletedIsLeftAlone(t *testing.T) {
 	// VM template -> VMI.
 	patchTemplate(t, gone.vm, map[string]any{"ops.example.com/owner": "team-b"}, nil)
 	patchTemplate(t, witness.vm, map[string]any{"ops.example.com/owner": "team-b"}, nil)
-	eventually(t, "the witness VM synced", func() error {
+	poll.Until(t, "the witness VM synced", waitTimeout, func() error {
 		return bothHave(t, witness, map[string]string{"ops.example.com/owner": "team-b"})
 	})
 	if err := want("VMI being deleted", mustLabels(t, gone.vmi), vmiBefore); err != nil {
@@ -82,7 +83,7 @@ func TestVMIBeingDeletedIsLeftAlone(t *testing.T) {
 	if err := mergeLabels(ctx, standalone.vmi, map[string]any{"ops.example.com/owner": "by-hand"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the witness VMI's label on its Pod", func() error {
+	poll.Until(t, "the witness VMI's label on its Pod", waitTimeout, func() error {
 		return want("Pod "+standalone.pod.Name, mustLabels(t, standalone.pod), map[string]string{"ops.example.com/owner": "by-hand"})
 	})
 	if err := want("launcher Pod of the VMI being deleted", mustLabels(t, gone.pod), podBefore); err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // The descheduler's eviction annotations, spelled as virt-controller
@@ -24,16 +25,16 @@ func TestDeschedulerAnnotationsFollowTheTemplateWithoutAnEntry(t *testing.T) {
 	startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "ops.example.com/*")}, ns)
 
 	patchTemplate(t, r.vm, nil, map[string]any{preferNoEviction: "true", "unsynced.example.com/a": "1"})
-	eventually(t, "prefer-no-eviction on the VMI and the Pod", func() error {
+	poll.Until(t, "prefer-no-eviction on the VMI and the Pod", waitTimeout, func() error {
 		return bothHaveAnnotations(t, r, map[string]string{preferNoEviction: "true", "unsynced.example.com/a": ""})
 	})
 	// Opt the VM in to eviction instead: one annotation replaces the other.
 	patchTemplate(t, r.vm, nil, map[string]any{preferNoEviction: nil, evict: "true"})
-	eventually(t, "evict replaces prefer-no-eviction on the VMI and the Pod", func() error {
+	poll.Until(t, "evict replaces prefer-no-eviction on the VMI and the Pod", waitTimeout, func() error {
 		return bothHaveAnnotations(t, r, map[string]string{preferNoEviction: "", evict: "true"})
 	})
 	patchTemplate(t, r.vm, nil, map[string]any{evict: nil})
-	eventually(t, "evict removed from the VMI and the Pod", func() error {
+	poll.Until(t, "evict removed from the VMI and the Pod", waitTimeout, func() error {
 		return bothHaveAnnotations(t, r, map[string]string{evict: "", preferNoEviction: ""})
 	})
 	checkOutsideAndUID(t, r, podUID)
@@ -50,7 +51,7 @@ func TestDeschedulerAnnotationsStayPutWhenTurnedOff(t *testing.T) {
 	// The label change is the witness that the syncer handled this
 	// template change: it travels in the same reconcile as the annotations.
 	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-b"}, map[string]any{evict: nil, preferNoEviction: "true"})
-	eventually(t, "the configured label synced", func() error {
+	poll.Until(t, "the configured label synced", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-b"})
 	})
 	if err := bothHaveAnnotations(t, r, map[string]string{evict: "true", preferNoEviction: ""}); err != nil {

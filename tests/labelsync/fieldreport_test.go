@@ -13,6 +13,7 @@ import (
 	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vmi"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // outside are labels KubeVirt and others put on the VMI and the Pod; no
@@ -33,21 +34,21 @@ func TestFieldReportExperiment(t *testing.T) {
 	// kubectl patch vm vm-a --type=merge: owner-a updated, dynamic-a added.
 	patchTemplate(t, a.vm, map[string]any{"ops.example.com/owner-a": "team-a-v2", "ops.example.com/dynamic-a": "enabled"}, nil)
 	wantA := map[string]string{"ops.example.com/vm-id": "vm-a", "ops.example.com/owner-a": "team-a-v2", "ops.example.com/dynamic-a": "enabled"}
-	eventually(t, "A's update and addition on its VMI and Pod", func() error {
+	poll.Until(t, "A's update and addition on its VMI and Pod", waitTimeout, func() error {
 		return bothHave(t, a, wantA)
 	})
 	checkOutsideAndUID(t, a, podAUID)
 
 	// Delete dynamic-a from A's template.
 	patchTemplate(t, a.vm, map[string]any{"ops.example.com/dynamic-a": nil}, nil)
-	eventually(t, "A's deletion on its VMI and Pod", func() error {
+	poll.Until(t, "A's deletion on its VMI and Pod", waitTimeout, func() error {
 		return bothHave(t, a, map[string]string{"ops.example.com/dynamic-a": "", "ops.example.com/owner-a": "team-a-v2"})
 	})
 	checkOutsideAndUID(t, a, podAUID)
 
 	// B on its own, with keys A does not have.
 	patchTemplate(t, b.vm, map[string]any{"ops.example.com/owner-b": "team-b-v2", "ops.example.com/dynamic-b": "blue"}, nil)
-	eventually(t, "B's update on its VMI and Pod", func() error {
+	poll.Until(t, "B's update on its VMI and Pod", waitTimeout, func() error {
 		return bothHave(t, b, map[string]string{"ops.example.com/owner-b": "team-b-v2", "ops.example.com/dynamic-b": "blue", "ops.example.com/vm-id": "vm-b"})
 	})
 	checkOutsideAndUID(t, b, podBUID)
@@ -76,7 +77,7 @@ func TestFieldReportExperiment(t *testing.T) {
 		}
 	})
 	t.Run("events on the VMI name the changed keys", func(t *testing.T) {
-		eventually(t, "events on VMI vm-a", func() error {
+		poll.Until(t, "events on VMI vm-a", waitTimeout, func() error {
 			return hasEvents(t.Context(), ns, "vm-a",
 				vm.EventReason+": added ops.example.com/dynamic-a; updated ops.example.com/owner-a",
 				vm.EventReason+": removed ops.example.com/dynamic-a",

@@ -23,23 +23,6 @@ import (
 // waitTimeout bounds every wait for the syncer to act.
 const waitTimeout = 30 * time.Second
 
-// eventually polls check until it returns nil, failing the test with the
-// last error after waitTimeout.
-func eventually(t testing.TB, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	var err error
-	for {
-		if err = check(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s: %v", what, waitTimeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func mustFilter(t testing.TB, list string) *keyfilter.Filter {
 	t.Helper()
 	f, err := keyfilter.Parse(list)

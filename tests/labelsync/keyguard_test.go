@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // Kubernetes' recommended labels belong to users: an app.kubernetes.io
@@ -22,11 +23,11 @@ func TestRecommendedAppLabelsFlowFromTemplateToPod(t *testing.T) {
 	startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "app.kubernetes.io/*")}, ns)
 
 	patchTemplate(t, r.vm, map[string]any{"app.kubernetes.io/version": "2", "app.kubernetes.io/part-of": "shop"}, nil)
-	eventually(t, "recommended labels on the VMI and the Pod", func() error {
+	poll.Until(t, "recommended labels on the VMI and the Pod", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"app.kubernetes.io/name": "db", "app.kubernetes.io/version": "2", "app.kubernetes.io/part-of": "shop"})
 	})
 	patchTemplate(t, r.vm, map[string]any{"app.kubernetes.io/part-of": nil}, nil)
-	eventually(t, "removed recommended label gone from the VMI and the Pod", func() error {
+	poll.Until(t, "removed recommended label gone from the VMI and the Pod", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"app.kubernetes.io/part-of": "", "app.kubernetes.io/version": "2"})
 	})
 	checkOutsideAndUID(t, r, podUID)
@@ -94,7 +95,7 @@ func TestStartupLogListsEveryAdmittedEntry(t *testing.T) {
 			cancel()
 			<-exited
 		}()
-		eventually(t, "the start-up log lists the entries", func() error {
+		poll.Until(t, "the start-up log lists the entries", waitTimeout, func() error {
 			select {
 			case <-exited:
 				t.Fatalf("label-syncer exited: %s", stderr.String())

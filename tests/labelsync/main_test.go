@@ -5,9 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
 )
 
@@ -15,8 +12,6 @@ import (
 var server *apiserver.Server
 
 func TestMain(m *testing.M) {
-	// controller-runtime logs some start-up steps through its global logger.
-	ctrllog.SetLogger(logr.Discard())
 	s, err := apiserver.Start(apiserver.Options{WithKubeVirtCRDs: true})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the API server: %v\n", err)

@@ -19,6 +19,7 @@ import (
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -65,7 +66,7 @@ func installSubPathPolicy(t *testing.T, ns string) {
 	probeVMI := vmiObject(vmObject(ns, "probe", nil, nil), nil, nil)
 	probeVMI.UID = "probe-uid"
 	probe := greedyLauncherPod(probeVMI)
-	eventually(t, "the sockets subPath policy enforced", func() error {
+	poll.Until(t, "the sockets subPath policy enforced", waitTimeout, func() error {
 		err := server.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		switch {
 		case err == nil:
@@ -136,7 +137,7 @@ func TestLauncherPodAdmittedBeforeTheSubPathPolicyStillTakesMetadataPatches(t *t
 	startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "ops.example.com/*")}, ns)
 
 	patchTemplate(t, vm, map[string]any{"ops.example.com/owner": "team-b"}, nil)
-	eventually(t, "the syncer's label patch on the old launcher Pod", func() error {
+	poll.Until(t, "the syncer's label patch on the old launcher Pod", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-b"})
 	})
 	if _, _, uid := current(t, old); uid != podUID {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // TestPruneUnconfiguredRemovesOnlyKeysItSynced: the syncer records what it
@@ -27,7 +28,7 @@ func TestPruneUnconfiguredRemovesOnlyKeysItSynced(t *testing.T) {
 		Annotations:       mustFilter(t, "notes.example.com/*"),
 		PruneUnconfigured: true,
 	}, ns)
-	eventually(t, "keys synced and recorded on the VMI and the Pod", func() error {
+	poll.Until(t, "keys synced and recorded on the VMI and the Pod", waitTimeout, func() error {
 		if err := bothHave(t, r, map[string]string{"ops.example.com/owner": "team-a", "team.example.com/tier": "gold"}); err != nil {
 			return err
 		}
@@ -53,7 +54,7 @@ func TestPruneUnconfiguredRemovesOnlyKeysItSynced(t *testing.T) {
 		Labels:            mustFilter(t, "team.example.com/*"),
 		PruneUnconfigured: true,
 	}, ns)
-	eventually(t, "keys synced under removed entries pruned from the VMI and the Pod", func() error {
+	poll.Until(t, "keys synced under removed entries pruned from the VMI and the Pod", waitTimeout, func() error {
 		if err := bothHave(t, r, map[string]string{"ops.example.com/owner": "", "team.example.com/tier": "gold"}); err != nil {
 			return err
 		}
@@ -82,7 +83,7 @@ func TestWithoutPruneReconfigurationLeavesSyncedKeys(t *testing.T) {
 	r := startVM(t, ns, "vm-noprune", nil, nil, outside)
 	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-a", "team.example.com/tier": "gold"}, nil)
 	first := startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "ops.example.com/*,team.example.com/*")}, ns)
-	eventually(t, "keys synced", func() error {
+	poll.Until(t, "keys synced", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-a", "team.example.com/tier": "gold"})
 	})
 	first.stop(t)
@@ -93,7 +94,7 @@ func TestWithoutPruneReconfigurationLeavesSyncedKeys(t *testing.T) {
 	startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "team.example.com/*")}, ns)
 	// A change the second run must carry shows it has processed the VM.
 	patchTemplate(t, r.vm, map[string]any{"team.example.com/tier": "silver"}, nil)
-	eventually(t, "second run synced", func() error {
+	poll.Until(t, "second run synced", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"team.example.com/tier": "silver"})
 	})
 	if err := bothHave(t, r, map[string]string{"ops.example.com/owner": "team-a"}); err != nil {

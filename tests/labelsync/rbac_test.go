@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -83,13 +84,13 @@ func TestDeployRBACIsEnoughToSyncWithLeaderElection(t *testing.T) {
 		Namespaces:              []string{},
 	})
 	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-rbac"}, map[string]any{"notes.example.com/n": "2"})
-	eventually(t, "synced as the ServiceAccount", func() error {
+	poll.Until(t, "synced as the ServiceAccount", waitTimeout, func() error {
 		if err := bothHave(t, r, map[string]string{"ops.example.com/owner": "team-rbac"}); err != nil {
 			return err
 		}
 		return bothHaveAnnotations(t, r, map[string]string{"notes.example.com/n": "2"})
 	})
-	eventually(t, "events recorded as the ServiceAccount", func() error {
+	poll.Until(t, "events recorded as the ServiceAccount", waitTimeout, func() error {
 		return hasEvents(t.Context(), ns, "vm-rbac", "TemplateMetadataSynced: updated ops.example.com/owner", "LauncherPodMetadataSynced: updated ops.example.com/owner")
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 func TestExactKeyEntriesSyncOnlyThoseKeys(t *testing.T) {
@@ -22,7 +23,7 @@ func TestExactKeyEntriesSyncOnlyThoseKeys(t *testing.T) {
 		"ops.example.com/vm-id":   "vm-1",
 		"ops.example.com/owner-b": "not-listed",
 	}, nil)
-	eventually(t, "listed keys on the VMI and the Pod", func() error {
+	poll.Until(t, "listed keys on the VMI and the Pod", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-a-v2", "ops.example.com/vm-id": "vm-1"})
 	})
 	if err := bothHave(t, r, map[string]string{"ops.example.com/owner-b": ""}); err != nil {
@@ -31,7 +32,7 @@ func TestExactKeyEntriesSyncOnlyThoseKeys(t *testing.T) {
 	checkOutsideAndUID(t, r, r.pod.UID)
 
 	patchTemplate(t, r.vm, map[string]any{"ops.example.com/vm-id": nil}, nil)
-	eventually(t, "deleted listed key gone from the VMI and the Pod", func() error {
+	poll.Until(t, "deleted listed key gone from the VMI and the Pod", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"ops.example.com/vm-id": "", "ops.example.com/owner": "team-a-v2"})
 	})
 }
@@ -50,10 +51,10 @@ func TestAnnotationsSyncLikeLabels(t *testing.T) {
 		map[string]any{"ops.example.com/owner": "team-b"},
 		map[string]any{"notes.example.com/ticket": "T-2", "notes.example.com/added": "yes", "ops.example.com/contact": "ops@example.com", "unsynced.example.com/a": "2"})
 	wantAnn := map[string]string{"notes.example.com/ticket": "T-2", "notes.example.com/added": "yes", "ops.example.com/contact": "ops@example.com", "unsynced.example.com/a": "1"}
-	eventually(t, "annotations on the VMI and the Pod", func() error {
+	poll.Until(t, "annotations on the VMI and the Pod", waitTimeout, func() error {
 		return bothHaveAnnotations(t, r, wantAnn)
 	})
-	eventually(t, "label on the VMI and the Pod", func() error {
+	poll.Until(t, "label on the VMI and the Pod", waitTimeout, func() error {
 		return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-b"})
 	})
 	for _, target := range []string{syncmetrics.TargetVMI, syncmetrics.TargetPod} {
@@ -63,7 +64,7 @@ func TestAnnotationsSyncLikeLabels(t *testing.T) {
 	}
 
 	patchTemplate(t, r.vm, nil, map[string]any{"notes.example.com/added": nil})
-	eventually(t, "deleted annotation gone from the VMI and the Pod", func() error {
+	poll.Until(t, "deleted annotation gone from the VMI and the Pod", waitTimeout, func() error {
 		return bothHaveAnnotations(t, r, map[string]string{"notes.example.com/added": "", "notes.example.com/ticket": "T-2", "unsynced.example.com/a": "1"})
 	})
 	checkOutsideAndUID(t, r, r.pod.UID)
@@ -109,7 +110,7 @@ func TestConcurrentWriterOnTheVMIKeepsBothSidesKeys(t *testing.T) {
 	for g := 1; g <= generations; g++ {
 		gen := fmt.Sprint(g)
 		patchTemplate(t, r.vm, map[string]any{"ops.example.com/gen": gen, fmt.Sprintf("ops.example.com/step-%d", g): "x"}, nil)
-		eventually(t, "generation "+gen+" on the VMI", func() error {
+		poll.Until(t, "generation "+gen+" on the VMI", waitTimeout, func() error {
 			labels, _, _ := current(t, r.vmi)
 			return want("VMI", labels, map[string]string{"ops.example.com/gen": gen})
 		})
@@ -132,7 +133,7 @@ func TestConcurrentWriterOnTheVMIKeepsBothSidesKeys(t *testing.T) {
 	if err := want("VMI", labels, w); err != nil {
 		t.Fatalf("a key was lost: %v", err)
 	}
-	eventually(t, "synced keys on the Pod", func() error {
+	poll.Until(t, "synced keys on the Pod", waitTimeout, func() error {
 		podLabels, _, _ := current(t, r.pod)
 		return want("Pod", podLabels, map[string]string{"ops.example.com/gen": fmt.Sprint(generations), "ops.example.com/step-1": "x", "writer.example.com/k-0": ""})
 	})
@@ -154,7 +155,7 @@ func TestHandEditsOnTargetsArePutBack(t *testing.T) {
 		if err := mergeLabels(t.Context(), target.obj, map[string]any{"ops.example.com/owner": "by-hand", "ops.example.com/extra": "by-hand"}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "hand edits on the "+target.name+" undone", func() error {
+		poll.Until(t, "hand edits on the "+target.name+" undone", waitTimeout, func() error {
 			return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-a", "ops.example.com/extra": ""})
 		})
 	}
@@ -187,7 +188,7 @@ func TestOnlyLauncherPodsWithLabelAndControllerReferenceAreSynced(t *testing.T) 
 	}
 	startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "ops.example.com/*")}, ns)
 	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-b"}, nil)
-	eventually(t, "both launcher Pods synced", func() error {
+	poll.Until(t, "both launcher Pods synced", waitTimeout, func() error {
 		for _, p := range []client.Object{r.pod, target} {
 			labels, _, _ := current(t, p)
 			if err := want("Pod "+p.GetName(), labels, map[string]string{"ops.example.com/owner": "team-b"}); err != nil {

@@ -12,18 +12,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -38,7 +37,6 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	log.SetLogger(logr.Discard())
 	var err error
 	server, err = apiserver.Start(apiserver.Options{})
 	if err != nil {
@@ -213,7 +211,7 @@ func applySubPathPolicy(ctx context.Context) error {
 			return fmt.Errorf("creating %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
-	return poll(func() error {
+	return poll.UntilContext(ctx, activationTimeout, func() error {
 		err := subPathPolicyRefuses(ctx)
 		if err != nil {
 			return fmt.Errorf("policy kubevirt-plugin-sockets-subpath not enforced yet: %w", err)
@@ -245,7 +243,7 @@ func subPathPolicyRefuses(ctx context.Context) error {
 // waitForInjection retries an opted-in launcher Pod (dry run) until it
 // comes back with the sample's sidecar.
 func waitForInjection(ctx context.Context, s sample) error {
-	return poll(func() error {
+	return poll.UntilContext(ctx, activationTimeout, func() error {
 		p := launcherPod("inject-probe-"+s.name, map[string]string{s.optIn: ""}, withSocketsVolume)
 		if err := admin.Create(ctx, p, client.DryRunAll); err != nil {
 			return fmt.Errorf("sample %s: probe Pod refused: %w", s.name, err)
@@ -255,20 +253,4 @@ func waitForInjection(ctx context.Context, s sample) error {
 		}
 		return nil
 	})
-}
-
-// poll retries cond every 100ms until it returns nil, or returns its last
-// error after activationTimeout.
-func poll(cond func() error) error {
-	deadline := time.Now().Add(activationTimeout)
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not reached within %s: %w", activationTimeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -109,12 +110,10 @@ func executeFor(vmi string) func(context.Context, grpc.ClientConnInterface) erro
 // the test when one is still open after a generous while.
 func waitClosed(t *testing.T, s *server) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.open.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("server still holds %d open connections that the pool never closed", s.open.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return s.open.Load() == 0, nil
+	}); err != nil {
+		t.Fatalf("server still holds %d open connections that the pool never closed: %v", s.open.Load(), err)
 	}
 }
 

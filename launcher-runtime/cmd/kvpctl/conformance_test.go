@@ -298,7 +298,9 @@ spec:
 
 func TestConformanceChangesNoFileOutsideItsTemporaryDirectory(t *testing.T) {
 	// A sidecar that rewrites whatever ISO it is given, in place.
-	plugin, socket := sidecarSocket(t, "late", rewritesISOLater{}, "PreBoot")
+	root := socketRoot(t)
+	stop := serveSDK(t, root, "late", rewritesISOLater{})
+	plugin, socket := sidecarPlugin(t, "late", "PreBoot"), filepath.Join(root, "late", "hook.sock")
 	iso := isoCopy(t)
 	before, err := os.ReadFile(iso)
 	if err != nil {
@@ -320,8 +322,9 @@ func TestConformanceChangesNoFileOutsideItsTemporaryDirectory(t *testing.T) {
 	if !bytes.Equal(before, after) || !infoAfter.ModTime().Equal(infoBefore.ModTime()) {
 		t.Errorf("the ISO given with --iso changed: %q -> %q", before, after)
 	}
-	// Wait for the sidecar's late writes to land, then look for leftovers.
-	time.Sleep(2 * time.Second)
+	// The sidecar's late writes land before its graceful stop returns;
+	// then look for leftovers.
+	stop()
 	left, err := os.ReadDir(tmp)
 	if err != nil {
 		t.Fatal(err)

@@ -53,8 +53,10 @@ func socketRoot(t *testing.T) string {
 	return dir
 }
 
-// serveSDK serves handler with the plugin-side SDK, as a real sidecar does.
-func serveSDK(t *testing.T, root, plugin string, handler any) {
+// serveSDK serves handler with the plugin-side SDK, as a real sidecar does,
+// until the test ends or stop is called. stop returns once the server has
+// stopped gracefully: every call it received has returned.
+func serveSDK(t *testing.T, root, plugin string, handler any) (stop func()) {
 	t.Helper()
 	srv, err := sdk.NewLauncherServer(plugin, handler, sdk.WithSocketRoot(root))
 	if err != nil {
@@ -66,10 +68,12 @@ func serveSDK(t *testing.T, root, plugin string, handler any) {
 		defer close(done)
 		_ = srv.Serve(ctx)
 	}()
-	t.Cleanup(func() {
+	stop = func() {
 		cancel()
 		<-done
-	})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func sidecarPlugin(t *testing.T, name string, points ...string) string {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	clocktesting "k8s.io/utils/clock/testing"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/fakeclock"
 )
 
 func listen(t *testing.T, path string) {
@@ -91,40 +91,40 @@ func TestCheck(t *testing.T) {
 }
 
 func TestBudgetIsSharedAcrossWaits(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
+	clk := fakeclock.New(time.Now())
 	b := NewBudget(clk, time.Second, 100*time.Millisecond)
 	missing := func(context.Context) error { return fs.ErrNotExist }
 	done := make(chan error)
-	go func() {
-		err := b.Wait(t.Context(), missing)
-		done <- err
-	}()
+	go func() { done <- b.Wait(t.Context(), missing) }()
 	var stepped time.Duration
+waiting:
 	for {
 		select {
+		case d := <-clk.Waits():
+			if stepped > 2*time.Second {
+				t.Fatalf("still waiting after %s of clock time, with a budget of 1s", stepped)
+			}
+			clk.Step(d)
+			stepped += d
 		case err := <-done:
 			if err == nil || !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("want the last not-exist error, got %v", err)
 			}
-			if stepped != time.Second || b.Remaining() != 0 {
-				t.Fatalf("waited %s, remaining %s; want the whole budget spent once", stepped, b.Remaining())
-			}
-			// A second wait has nothing left: it fails without waiting.
-			if err := b.Wait(t.Context(), missing); err == nil {
-				t.Fatalf("a spent budget let a wait succeed")
-			}
-			if clk.HasWaiters() {
-				t.Fatalf("a spent budget still waits")
-			}
-			return
-		default:
+			break waiting
 		}
-		if clk.HasWaiters() {
-			clk.Step(100 * time.Millisecond)
-			stepped += 100 * time.Millisecond
-		} else {
-			time.Sleep(time.Millisecond)
+	}
+	if stepped != time.Second || b.Remaining() != 0 {
+		t.Fatalf("waited %s, remaining %s; want the whole budget spent once", stepped, b.Remaining())
+	}
+	// A second wait has nothing left: it fails without waiting.
+	go func() { done <- b.Wait(t.Context(), missing) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("a spent budget let a wait succeed")
 		}
+	case <-clk.Waits():
+		t.Fatalf("a spent budget still waits")
 	}
 }
 
@@ -175,7 +175,7 @@ func TestProbeSocketIsReadyWhenAConnectionSucceeds(t *testing.T) {
 }
 
 func TestBudgetWaitKeepsTryingAStaleSocketAndSaysNothingListens(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Now())
+	clk := fakeclock.New(time.Now())
 	b := NewBudget(clk, time.Second, 100*time.Millisecond)
 	tries := 0
 	stale := func(context.Context) error {
@@ -186,6 +186,8 @@ func TestBudgetWaitKeepsTryingAStaleSocketAndSaysNothingListens(t *testing.T) {
 	go func() { done <- b.Wait(t.Context(), stale) }()
 	for {
 		select {
+		case d := <-clk.Waits():
+			clk.Step(d)
 		case err := <-done:
 			if !errors.Is(err, ErrNotListening) || !strings.Contains(err.Error(), "socket exists but nothing listens on it after the 1s socket wait budget") {
 				t.Fatalf("want the budget spent on a socket nobody listens on, got %v", err)
@@ -195,12 +197,6 @@ func TestBudgetWaitKeepsTryingAStaleSocketAndSaysNothingListens(t *testing.T) {
 				t.Errorf("tried %d times, want 5 (four pauses doubling from 100ms within 1s)", tries)
 			}
 			return
-		default:
-		}
-		if clk.HasWaiters() {
-			clk.Step(100 * time.Millisecond)
-		} else {
-			time.Sleep(time.Millisecond)
 		}
 	}
 }

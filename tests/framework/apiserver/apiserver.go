@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
@@ -37,6 +39,12 @@ type Options struct {
 	// Kubernetes minor (kube-apiserver --emulated-version, e.g. "1.33").
 	// Default: $KVP_EMULATED_VERSION, else the binary's own version.
 	EmulatedVersion string
+	// Logger receives what envtest and every controller-runtime component
+	// of the process log. Start hands it to controller-runtime, which keeps
+	// the first logger a process sets (log.SetLogger) and, when none is set
+	// half a minute in, prints a warning with a goroutine stack trace.
+	// Default: logr.Discard().
+	Logger logr.Logger
 }
 
 // EmulatedVersionEnv names the variable that sets Options.EmulatedVersion
@@ -76,6 +84,11 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // Start starts etcd and kube-apiserver and installs the CRDs.
 func Start(opts Options) (*Server, error) {
+	logger := opts.Logger
+	if logger.GetSink() == nil {
+		logger = logr.Discard()
+	}
+	ctrllog.SetLogger(logger)
 	root, err := repo.Root()
 	if err != nil {
 		return nil, err
