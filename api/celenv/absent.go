@@ -119,7 +119,7 @@ func (g *goTypes) isPointerScalarField(t *types.Type, field string) bool {
 	if t == nil || t.Kind() != types.StructKind {
 		return false
 	}
-	for _, gt := range g.byName[t.TypeName()] {
+	for _, gt := range g.known(t.TypeName()) {
 		sf, ok := gt.FieldByName(field)
 		if !ok {
 			continue

@@ -17,6 +17,7 @@ import (
 func (g *goTypes) structConstructors(checked *ast.AST) interpreter.InterpretableDecoratorV2 {
 	type plan struct {
 		t      reflect.Type
+		typ    *types.Type
 		fields []constructorField
 	}
 	plans := map[int64]plan{}
@@ -29,10 +30,15 @@ func (g *goTypes) structConstructors(checked *ast.AST) interpreter.Interpretable
 		if !ok {
 			return
 		}
-		p := plan{t: t}
+		ti, ok := g.info(t)
+		if !ok {
+			return
+		}
+		p := plan{t: t, typ: ti.typ}
+		byName := ti.fieldsByName()
 		for _, f := range s.Fields() {
 			sf := f.AsStructField()
-			field, ok := g.fields[t][sf.Name()]
+			field, ok := byName[sf.Name()]
 			if !ok {
 				return
 			}
@@ -49,7 +55,7 @@ func (g *goTypes) structConstructors(checked *ast.AST) interpreter.Interpretable
 		if !ok || len(c.InitVals()) != len(p.fields) {
 			return i, nil
 		}
-		return &structConstructor{g: g, id: i.ID(), t: p.t, typ: g.objectTypes[p.t], fields: p.fields, vals: c.InitVals()}, nil
+		return &structConstructor{g: g, id: i.ID(), t: p.t, typ: p.typ, fields: p.fields, vals: c.InitVals()}, nil
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/google/cel-go/cel"
@@ -49,21 +50,39 @@ var (
 
 // Env compiles and caches conditions and GuestDefinition expressions. It is
 // safe for concurrent use.
+//
+// New builds nothing: the CEL environment of conditions is built when the
+// first condition is compiled, the one of GuestDefinition expressions when
+// the first of those is, and each describes only the Go types its
+// expressions reach (see goTypes). A process that is handed no expression
+// pays for none.
 type Env struct {
-	conditions *cel.Env
-	transforms *cel.Env
-	// transformTypes is the type provider of transforms.
-	transformTypes *goTypes
-	domainCEL      *types.Type
-	costLimit      uint64
-	cache          *programCache
+	conditions lazyEnv
+	transforms lazyEnv
+	domainCEL  *types.Type
+	costLimit  uint64
+	cache      *programCache
 
 	// compilations counts the compilations run, so that tests can tell a
 	// cache hit from a compilation.
 	compilations atomic.Uint64
 }
 
-// New builds an Env.
+// lazyEnv is a CEL environment built on first use.
+type lazyEnv struct {
+	once  sync.Once
+	build func() (*cel.Env, *goTypes, error)
+	env   *cel.Env
+	types *goTypes
+	err   error
+}
+
+func (l *lazyEnv) get() (*cel.Env, *goTypes, error) {
+	l.once.Do(func() { l.env, l.types, l.err = l.build() })
+	return l.env, l.types, l.err
+}
+
+// New returns an Env. It builds no CEL environment yet.
 func New(opts Options) (*Env, error) {
 	if opts.CostLimit == 0 {
 		opts.CostLimit = DefaultCostLimit
@@ -74,42 +93,60 @@ func New(opts Options) (*Env, error) {
 	case opts.CacheSize == 0:
 		opts.CacheSize = DefaultCacheSize
 	}
-	vmiCEL := types.NewObjectType(celTypeName(vmiType))
-	domainCEL := types.NewObjectType(celTypeName(domainType))
-	// Go structs are full of unsigned fields (libvirtxml's uint, KubeVirt's
-	// uint32): comparing them with an int literal must just work.
-	common := []cel.EnvOption{cel.CrossTypeNumericComparisons(true)}
-
-	conditions, err := cel.NewEnv(append(common,
-		nativeGoTypes(nil, vmiType),
-		cel.Variable(varVMI, vmiCEL),
-	)...)
-	if err != nil {
-		return nil, fmt.Errorf("celenv: building the condition environment: %w", err)
+	e := &Env{
+		domainCEL: types.NewObjectType(celTypeName(domainType)),
+		costLimit: opts.CostLimit,
+		cache:     newProgramCache(opts.CacheSize),
 	}
-	var transformTypes *goTypes
-	transforms, err := cel.NewEnv(append(common,
+	e.conditions.build = newConditionEnv
+	e.transforms.build = newTransformEnv
+	return e, nil
+}
+
+// Go structs are full of unsigned fields (libvirtxml's uint, KubeVirt's
+// uint32): comparing them with an int literal must just work.
+var crossTypeNumericComparisons = cel.CrossTypeNumericComparisons(true)
+
+func newConditionEnv() (*cel.Env, *goTypes, error) {
+	var g *goTypes
+	env, err := cel.NewEnv(
+		crossTypeNumericComparisons,
+		goTypesOf(&g, []string{varVMI}, vmiType),
+		cel.Variable(varVMI, types.NewObjectType(celTypeName(vmiType))),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("celenv: building the condition environment: %w", err)
+	}
+	return env, g, nil
+}
+
+func newTransformEnv() (*cel.Env, *goTypes, error) {
+	var g *goTypes
+	env, err := cel.NewEnv(
+		crossTypeNumericComparisons,
 		// optional.of and optional.none, and ?F: in literals, leave a field
 		// unset. They register a type, so they come before the custom
 		// provider.
 		cel.OptionalTypes(),
-		nativeGoTypes(&transformTypes, vmiType, domainType),
+		goTypesOf(&g, []string{varVMI, varDomainSpec}, vmiType, domainType),
 		// Bare Domain, DomainCPU, ... name the libvirtxml types.
 		cel.Container(strings.TrimSuffix(celTypeName(domainType), "."+domainType.Name())),
-		cel.Variable(varVMI, vmiCEL),
-		cel.Variable(varDomainSpec, domainCEL),
-	)...)
+		cel.Variable(varVMI, types.NewObjectType(celTypeName(vmiType))),
+		cel.Variable(varDomainSpec, types.NewObjectType(celTypeName(domainType))),
+	)
 	if err != nil {
-		return nil, fmt.Errorf("celenv: building the GuestDefinition environment: %w", err)
+		return nil, nil, fmt.Errorf("celenv: building the GuestDefinition environment: %w", err)
 	}
-	return &Env{
-		conditions:     conditions,
-		transforms:     transforms,
-		transformTypes: transformTypes,
-		domainCEL:      domainCEL,
-		costLimit:      opts.CostLimit,
-		cache:          newProgramCache(opts.CacheSize),
-	}, nil
+	return env, g, nil
+}
+
+// env returns the environment of one kind of expression, building it on
+// first use.
+func (e *Env) env(kind exprKind) (*cel.Env, *goTypes, error) {
+	if kind == kindTransform {
+		return e.transforms.get()
+	}
+	return e.conditions.get()
 }
 
 // compiled is what both kinds of expression hold.
@@ -128,8 +165,12 @@ type compiled struct {
 // compile parses, checks, verifies the result type, estimates the cost and
 // plans the program. resultCheck returns a message when the result type is
 // wrong.
-func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) string) (*compiled, error) {
+func (e *Env) compile(kind exprKind, expr string, resultCheck func(*types.Type) string) (*compiled, error) {
 	e.compilations.Add(1)
+	env, g, err := e.env(kind)
+	if err != nil {
+		return nil, err
+	}
 	parsed, iss := env.Parse(expr)
 	if iss.Err() != nil {
 		return nil, &CompileError{Expression: expr, Reason: ReasonSyntax, Message: iss.Err().Error()}
@@ -160,9 +201,9 @@ func (e *Env) compile(env *cel.Env, expr string, resultCheck func(*types.Type) s
 		cel.InterruptCheckFrequency(interruptCheckFrequency),
 		cel.EvalOptions(cel.OptOptimize),
 	}
-	if env == e.transforms {
-		e.transformTypes.markCarriedReads(checked.NativeRep())
-		opts = append(opts, cel.CustomDecoratorV2(e.transformTypes.structConstructors(checked.NativeRep())))
+	if kind == kindTransform {
+		g.markCarriedReads(checked.NativeRep())
+		opts = append(opts, cel.CustomDecoratorV2(g.structConstructors(checked.NativeRep())))
 	}
 	program, err := env.Program(checked, opts...)
 	if err != nil {

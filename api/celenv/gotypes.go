@@ -2,15 +2,17 @@ package celenv
 
 import (
 	"fmt"
+	"go/token"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
-	"github.com/google/cel-go/ext"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -36,9 +38,10 @@ func celTypeName(t reflect.Type) string {
 	return pkg + "." + t.Name()
 }
 
-// goTypes sits in front of cel-go's native type provider (ext.NativeTypes) and
-// takes over the two things that provider gets wrong for the KubeVirt and
-// libvirtxml structs:
+// goTypes is the type provider and adapter of one environment: it describes
+// to CEL the Go struct types reachable from the environment's roots (the VMI,
+// and the domain for GuestDefinition expressions), and it reads and builds
+// them differently from cel-go's native type provider (ext.NativeTypes):
 //
 //   - reading fields: the native provider panics on a field promoted through a
 //     nil embedded pointer (v1.GPU embeds *v1.ClaimRequest), lets one of two Go
@@ -51,95 +54,265 @@ func celTypeName(t reflect.Type) string {
 //   - building structs: the native provider cannot assign to pointers to
 //     scalars (*uint, *bool, ... : more than a hundred libvirtxml fields) nor
 //     to named scalar types. Here every field is converted by its Go type.
+//   - describing types: the native provider describes every reachable type
+//     (about 700 from the VMI and the domain) when the environment is built,
+//     which cost a fresh virt-launcher several milliseconds and megabytes
+//     before its first hook ran. Here a type is described when an
+//     expression reaches it: a field read learns the type of the field, and
+//     a name that no read has met yet (a struct literal's type, most often)
+//     is searched for from the types already known, breadth first, in the
+//     named type's package first, and the search stops where the name is
+//     found (DomainCPU is one step from Domain).
 //
-// Everything else (struct values, lists, maps, type identifiers) is left to
-// the native provider.
+// Values that are not Go structs of the graph are left to the environment's
+// own provider and adapter (base).
 type goTypes struct {
-	native  types.Provider
-	adapter types.Adapter
-	// byName maps a CEL type name to the Go struct types carrying it: more than
-	// one when two packages end in the same element and share a type name.
-	byName map[string][]reflect.Type
-	// absent holds, per struct type, the one pointer to a zero value that a
-	// read through a nil pointer yields. Being a known address, it tells a
-	// value read from an absent element (written back as nil) from an empty
-	// element that is present (<acpi/>). Nothing ever writes through it.
-	absent map[reflect.Type]reflect.Value
-	// objectTypes holds the CEL type of every registered struct type.
-	objectTypes map[reflect.Type]*types.Type
-	// fields holds the exported fields of every registered struct type by
-	// name, for NewValue.
-	fields map[reflect.Type]map[string]reflect.StructField
+	base        types.Provider
+	baseAdapter types.Adapter
+	// variables are the environment's variable names: a name that starts
+	// with one is a field selection, never a type.
+	variables []string
+
+	mu sync.RWMutex
+	// byGoName maps a Go type name to the struct types of the graph known
+	// to carry it, in the order they were met; the package name tells the
+	// CEL names apart (two packages ending in the same element share a CEL
+	// name: kubevirt's and core/v1's PersistentVolumeClaimVolumeSource).
+	byGoName map[string][]reflect.Type
+	// reachable holds the struct types known to be reachable from the roots.
+	reachable map[reflect.Type]bool
+	// frontier holds, per package name, the reachable types whose fields
+	// have not been looked at yet; packages lists the package names in the
+	// order they were met, so that a search is the same in every process.
+	frontier map[string][]reflect.Type
+	packages []string
+	// expanded counts the types whose fields were looked at.
+	expanded int
+
+	// infos holds a *typeInfo per struct type of the graph, made on first
+	// use, and a nil one for other struct types met.
+	infos sync.Map
 }
 
-// nativeGoTypes registers the struct types reachable from roots with cel-go's
-// native type provider, then puts a goTypes in front of it as the
-// environment's type provider and adapter, and stores it in *out when out is
-// not nil.
-func nativeGoTypes(out **goTypes, roots ...reflect.Type) cel.EnvOption {
+// typeInfo is what values of one struct type need.
+type typeInfo struct {
+	t reflect.Type
+	// typ is the CEL type of the struct.
+	typ *types.Type
+	// absent is the one pointer to a zero value that a read through a nil
+	// pointer yields. Being a known address, it tells a value read from an
+	// absent element (written back as nil) from an empty element that is
+	// present (<acpi/>). Nothing ever writes through it.
+	absent reflect.Value
+
+	fieldsOnce sync.Once
+	// fields holds the exported fields by name, for struct literals.
+	fields map[string]reflect.StructField
+}
+
+// goTypesOf puts a goTypes for the struct types reachable from roots in front
+// of the environment's type provider and adapter, and stores it in *out.
+// variables are the names of the environment's variables.
+func goTypesOf(out **goTypes, variables []string, roots ...reflect.Type) cel.EnvOption {
 	return func(env *cel.Env) (*cel.Env, error) {
-		args := make([]any, len(roots))
-		for i, r := range roots {
-			args[i] = r
-		}
-		env, err := ext.NativeTypes(args...)(env)
-		if err != nil {
-			return nil, err
-		}
 		g := &goTypes{
-			native:      env.CELTypeProvider(),
-			adapter:     env.CELTypeAdapter(),
-			byName:      map[string][]reflect.Type{},
-			absent:      map[reflect.Type]reflect.Value{},
-			objectTypes: map[reflect.Type]*types.Type{},
-			fields:      map[reflect.Type]map[string]reflect.StructField{},
+			base:        env.CELTypeProvider(),
+			baseAdapter: env.CELTypeAdapter(),
+			variables:   variables,
+			byGoName:    map[string][]reflect.Type{},
+			reachable:   map[reflect.Type]bool{},
+			frontier:    map[string][]reflect.Type{},
 		}
-		seen := map[reflect.Type]bool{}
 		for _, r := range roots {
-			g.register(r, seen)
+			g.learnLocked(r)
 		}
-		env, err = cel.CustomTypeAdapter(g)(env)
+		env, err := cel.CustomTypeAdapter(g)(env)
 		if err != nil {
 			return nil, err
 		}
-		if out != nil {
-			*out = g
-		}
+		*out = g
 		return cel.CustomTypeProvider(g)(env)
 	}
 }
 
-func (g *goTypes) register(t reflect.Type, seen map[reflect.Type]bool) {
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
-		g.register(t.Elem(), seen)
-		return
-	case reflect.Struct:
-	default:
+// pkgName is the package part of the CEL name of the types of package path
+// pkg: its last element.
+func pkgName(pkg string) string {
+	return pkg[strings.LastIndexByte(pkg, '/')+1:]
+}
+
+// learn records the struct type that t is or holds (through pointers,
+// slices, arrays and maps) as reachable. Only the types of fields of
+// reachable types are learnt, so they are reachable.
+func (g *goTypes) learn(t reflect.Type) {
+	if t = structOf(t); t == nil {
 		return
 	}
-	if seen[t] {
+	g.mu.RLock()
+	known := g.reachable[t]
+	g.mu.RUnlock()
+	if !known {
+		g.mu.Lock()
+		g.learnLocked(t)
+		g.mu.Unlock()
+	}
+}
+
+func (g *goTypes) learnLocked(t reflect.Type) {
+	if t = structOf(t); t == nil || g.reachable[t] {
 		return
 	}
-	seen[t] = true
-	if !isScalarStruct(t) {
-		g.absent[t] = newSentinel(t)
-		g.objectTypes[t] = types.NewObjectType(celTypeName(t))
+	g.reachable[t] = true
+	g.byGoName[t.Name()] = append(g.byGoName[t.Name()], t)
+	pkg := pkgName(t.PkgPath())
+	if _, ok := g.frontier[pkg]; !ok {
+		g.packages = append(g.packages, pkg)
+	}
+	g.frontier[pkg] = append(g.frontier[pkg], t)
+}
+
+// structOf is the struct type t is or holds, or nil.
+func structOf(t reflect.Type) reflect.Type {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			t = t.Elem()
+		case reflect.Struct:
+			return t
+		default:
+			return nil
+		}
+	}
+}
+
+// searchLocked learns the types reachable from the known ones, breadth
+// first, until found reports true or every reachable type is known. The
+// frontier of package pkg goes first: a type is most often reached through
+// types of its own package.
+func (g *goTypes) searchLocked(pkg string, found func() bool) {
+	for !found() {
+		var t reflect.Type
+		if q := g.frontier[pkg]; len(q) > 0 {
+			t, g.frontier[pkg] = q[0], q[1:]
+		} else {
+			for _, p := range g.packages {
+				if q := g.frontier[p]; len(q) > 0 {
+					t, g.frontier[p] = q[0], q[1:]
+					break
+				}
+			}
+		}
+		if t == nil {
+			return
+		}
+		g.expanded++
+		for i := range t.NumField() {
+			g.learnLocked(t.Field(i).Type)
+		}
+	}
+}
+
+// known returns the Go types known so far to carry the CEL type name pkg.name.
+func (g *goTypes) known(name string) []reflect.Type {
+	pkg, typeName, ok := strings.Cut(name, ".")
+	if !ok {
+		return nil
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.knownLocked(pkg, typeName)
+}
+
+func (g *goTypes) knownLocked(pkg, typeName string) []reflect.Type {
+	var out []reflect.Type
+	for _, t := range g.byGoName[typeName] {
+		if pkgName(t.PkgPath()) == pkg {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// named returns the Go types of the graph known to carry the CEL type name,
+// searching for one when none is known yet.
+//
+// The checker tries many names that are no types: every prefix of a field
+// selection (vmi.Spec.Domain, vmi.Spec) and each of them in the container
+// (libvirtxml.vmi.Spec). Those are told without a search: a type name is a
+// package name, one dot and an exported Go identifier, and does not start
+// with a variable. (Types of packages whose name holds a dot, such as
+// gopkg.in/inf.v0, cannot be named: they are no types an expression
+// builds.)
+func (g *goTypes) named(name string) []reflect.Type {
+	pkg, typeName, ok := strings.Cut(name, ".")
+	if !ok || strings.Contains(typeName, ".") || !token.IsExported(typeName) || slices.Contains(g.variables, pkg) {
+		return nil
+	}
+	if ts := g.known(name); len(ts) > 0 {
+		return ts
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.searchLocked(pkg, func() bool { return len(g.knownLocked(pkg, typeName)) > 0 })
+	return g.knownLocked(pkg, typeName)
+}
+
+// goType returns the Go type a struct literal of the CEL type name builds:
+// the first one met where two share the name (the nearer the roots).
+func (g *goTypes) goType(name string) (reflect.Type, bool) {
+	ts := g.named(name)
+	if len(ts) == 0 {
+		return nil, false
+	}
+	return ts[0], true
+}
+
+// info returns what values of struct type t need, when t is a struct type of
+// the graph that CEL sees as an object.
+func (g *goTypes) info(t reflect.Type) (*typeInfo, bool) {
+	if v, ok := g.infos.Load(t); ok {
+		ti := v.(*typeInfo)
+		return ti, ti != nil
+	}
+	var ti *typeInfo
+	if t.Kind() == reflect.Struct && !isScalarStruct(t) && g.isReachable(t) {
+		ti = &typeInfo{t: t, typ: types.NewObjectType(celTypeName(t)), absent: newSentinel(t)}
+	}
+	// Whoever stores first wins, so every reader sees the same sentinel.
+	v, _ := g.infos.LoadOrStore(t, ti)
+	ti = v.(*typeInfo)
+	return ti, ti != nil
+}
+
+// isReachable reports whether the struct type t is reachable from the roots.
+func (g *goTypes) isReachable(t reflect.Type) bool {
+	g.mu.RLock()
+	ok := g.reachable[t]
+	g.mu.RUnlock()
+	if ok {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.searchLocked(pkgName(t.PkgPath()), func() bool { return g.reachable[t] })
+	return g.reachable[t]
+}
+
+// fieldsByName returns the exported fields of the type by name, promoted
+// ones included.
+func (ti *typeInfo) fieldsByName() map[string]reflect.StructField {
+	ti.fieldsOnce.Do(func() {
 		byName := map[string]reflect.StructField{}
-		for _, f := range reflect.VisibleFields(t) {
+		for _, f := range reflect.VisibleFields(ti.t) {
 			if f.IsExported() {
-				if sf, ok := t.FieldByName(f.Name); ok {
+				if sf, ok := ti.t.FieldByName(f.Name); ok {
 					byName[f.Name] = sf
 				}
 			}
 		}
-		g.fields[t] = byName
-	}
-	name := celTypeName(t)
-	g.byName[name] = append(g.byName[name], t)
-	for field := range t.Fields() {
-		g.register(field.Type, seen)
-	}
+		ti.fields = byName
+	})
+	return ti.fields
 }
 
 // newSentinel allocates a pointer to a zero t with an address no other
@@ -157,42 +330,57 @@ func newSentinel(t reflect.Type) reflect.Value {
 	return holder.Elem().Field(1).Addr()
 }
 
-// goType returns the single Go type behind a CEL type name.
-func (g *goTypes) goType(name string) (reflect.Type, bool) {
-	ts := g.byName[name]
-	if len(ts) != 1 {
-		return nil, false
-	}
-	return ts[0], true
-}
-
 // EnumValue implements types.Provider.
-func (g *goTypes) EnumValue(name string) ref.Val { return g.native.EnumValue(name) }
+func (g *goTypes) EnumValue(name string) ref.Val { return g.base.EnumValue(name) }
 
-// FindIdent implements types.Provider.
-func (g *goTypes) FindIdent(name string) (ref.Val, bool) { return g.native.FindIdent(name) }
+// FindIdent implements types.Provider: a struct type name of the graph is a
+// type value.
+func (g *goTypes) FindIdent(name string) (ref.Val, bool) {
+	if len(g.named(name)) > 0 {
+		return types.NewObjectType(name), true
+	}
+	return g.base.FindIdent(name)
+}
 
 // FindStructType implements types.Provider.
 func (g *goTypes) FindStructType(name string) (*types.Type, bool) {
-	return g.native.FindStructType(name)
+	if len(g.named(name)) > 0 {
+		return types.NewTypeTypeWithParam(types.NewObjectType(name)), true
+	}
+	return g.base.FindStructType(name)
 }
 
 // FindStructFieldNames implements types.Provider.
 func (g *goTypes) FindStructFieldNames(name string) ([]string, bool) {
-	return g.native.FindStructFieldNames(name)
+	ts := g.named(name)
+	if len(ts) == 0 {
+		return g.base.FindStructFieldNames(name)
+	}
+	var names []string
+	for _, t := range ts {
+		for _, f := range reflect.VisibleFields(t) {
+			if _, visible := celTypeOf(f.Type); f.IsExported() && visible && !slices.Contains(names, f.Name) {
+				names = append(names, f.Name)
+			}
+		}
+	}
+	return names, true
 }
 
 // FindStructFieldType implements types.Provider: see goTypes for what it
-// changes compared with the native provider.
+// changes compared with the native provider. The struct type the field
+// holds, if any, is learnt.
 //
 // A field name ending in absentReadSuffix is a carried read (see
 // markCarriedReads) of the field named before the suffix: a nil pointer to a
 // scalar reads as an absentScalar.
 func (g *goTypes) FindStructFieldType(typeName, fieldName string) (*types.FieldType, bool) {
 	fieldName, carried := strings.CutSuffix(fieldName, absentReadSuffix)
-	candidates, ok := g.byName[typeName]
-	if !ok {
-		return g.native.FindStructFieldType(typeName, fieldName)
+	candidates := g.known(typeName)
+	if len(candidates) == 0 {
+		if candidates = g.named(typeName); len(candidates) == 0 {
+			return g.base.FindStructFieldType(typeName, fieldName)
+		}
 	}
 	for _, t := range candidates {
 		sf, ok := t.FieldByName(fieldName)
@@ -203,6 +391,7 @@ func (g *goTypes) FindStructFieldType(typeName, fieldName string) (*types.FieldT
 		if !ok {
 			continue
 		}
+		g.learn(sf.Type)
 		known, index := t, sf.Index
 		lookup := func(obj any) (reflect.Value, bool) {
 			v := reflect.Indirect(reflect.ValueOf(obj))
@@ -248,10 +437,11 @@ func (g *goTypes) FindStructFieldType(typeName, fieldName string) (*types.FieldT
 func (g *goTypes) NewValue(typeName string, fields map[string]ref.Val) ref.Val {
 	t, ok := g.goType(typeName)
 	if !ok {
-		return g.native.NewValue(typeName, fields)
+		return g.base.NewValue(typeName, fields)
 	}
-	lit := g.newLiteral(t, g.objectTypes[t], len(fields))
-	byName := g.fields[t]
+	ti, _ := g.info(t)
+	lit := g.newLiteral(t, ti.typ, len(fields))
+	byName := ti.fieldsByName()
 	for name, val := range fields {
 		sf, ok := byName[name]
 		if !ok {
@@ -291,15 +481,42 @@ func (l *literal) set(g *goTypes, sf reflect.StructField, val ref.Val) error {
 // NativeToValue implements types.Adapter.
 func (g *goTypes) NativeToValue(value any) ref.Val {
 	switch v := value.(type) {
-	case *absentScalar:
+	case ref.Val:
 		return v
 	case resource.Quantity, *resource.Quantity, metav1.Time, *metav1.Time, metav1.MicroTime, *metav1.MicroTime:
-		return g.adapter.NativeToValue(g.toCEL(reflect.ValueOf(v)))
+		return g.baseAdapter.NativeToValue(g.toCEL(reflect.ValueOf(v)))
 	}
 	if v, ok := g.newObjectValue(value); ok {
 		return v
 	}
-	return g.adapter.NativeToValue(value)
+	// Collections of collections of structs: their elements come back here.
+	if rv := reflect.ValueOf(value); rv.IsValid() && g.holdsObjects(rv.Type()) {
+		switch rv.Kind() {
+		case reflect.Slice, reflect.Array:
+			return types.NewDynamicList(g, value)
+		case reflect.Map:
+			return types.NewDynamicMap(g, value)
+		}
+	}
+	return g.baseAdapter.NativeToValue(value)
+}
+
+// holdsObjects reports whether t is a collection holding, at any depth, a
+// struct type of the graph that CEL sees as an object.
+func (g *goTypes) holdsObjects(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		if t.Elem() == byteType {
+			return false
+		}
+		elem := structOf(t.Elem())
+		if elem == nil {
+			return false
+		}
+		_, ok := g.info(elem)
+		return ok
+	}
+	return false
 }
 
 // celTypeOf is the CEL type of a Go type, following the native provider's
@@ -407,8 +624,8 @@ func (g *goTypes) toCEL(v reflect.Value) any {
 		elem := t.Elem()
 		if v.IsNil() {
 			if elem.Kind() == reflect.Struct && !isScalarStruct(elem) {
-				if a, ok := g.absent[elem]; ok {
-					return a.Interface()
+				if ti, ok := g.info(elem); ok {
+					return ti.absent.Interface()
 				}
 				return reflect.New(elem).Interface()
 			}
@@ -558,7 +775,7 @@ func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		switch {
 		case rv.Type() == t:
 			if rv.Kind() == reflect.Pointer {
-				if a, ok := g.absent[t.Elem()]; ok && rv.Pointer() == a.Pointer() {
+				if ti, ok := g.info(t.Elem()); ok && rv.Pointer() == ti.absent.Pointer() {
 					return reflect.Zero(t), nil
 				}
 			}
@@ -602,7 +819,7 @@ func (g *goTypes) toNative(val ref.Val, t reflect.Type) (reflect.Value, error) {
 		}
 	case reflect.Pointer:
 		if t.Elem().Kind() == reflect.Struct && !isScalarStruct(t.Elem()) {
-			if a, ok := g.absent[t.Elem()]; ok && val.Value() == a.Interface() {
+			if ti, ok := g.info(t.Elem()); ok && val.Value() == ti.absent.Interface() {
 				return reflect.Zero(t), nil
 			}
 			return convertByValue(val, t)

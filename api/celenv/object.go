@@ -12,7 +12,7 @@ import (
 // object is a Go struct (or a pointer to one) of the registered types as a
 // CEL value. It stands in for cel-go's native objects, which work out their
 // type name with reflection and string formatting on every value made: here
-// the CEL type is looked up once per Go type (goTypes.objectTypes), so reading
+// the CEL type is made once per Go type (typeInfo), so reading
 // a struct field costs an allocation and no formatting.
 type object struct {
 	g   *goTypes
@@ -127,20 +127,20 @@ func (g *goTypes) newObjectValue(value any) (ref.Val, bool) {
 	t := rv.Type()
 	switch t.Kind() {
 	case reflect.Struct:
-		if typ, ok := g.objectTypes[t]; ok {
-			return &object{g: g, val: value, rv: rv, typ: typ}, true
+		if ti, ok := g.info(t); ok {
+			return &object{g: g, val: value, rv: rv, typ: ti.typ}, true
 		}
 	case reflect.Pointer:
-		if typ, ok := g.objectTypes[t.Elem()]; ok {
+		if ti, ok := g.info(t.Elem()); ok {
 			if rv.IsNil() {
-				rv = g.absent[t.Elem()]
+				rv = ti.absent
 				value = rv.Interface()
 			}
-			return &object{g: g, val: value, rv: rv, typ: typ}, true
+			return &object{g: g, val: value, rv: rv, typ: ti.typ}, true
 		}
 	case reflect.Slice:
 		elem := t.Elem()
-		if _, ok := g.objectTypes[elem]; ok {
+		if _, ok := g.info(elem); ok {
 			ptrs := reflect.MakeSlice(reflect.SliceOf(reflect.PointerTo(elem)), rv.Len(), rv.Len())
 			for i := range rv.Len() {
 				ptrs.Index(i).Set(rv.Index(i).Addr())
@@ -148,7 +148,7 @@ func (g *goTypes) newObjectValue(value any) (ref.Val, bool) {
 			return &inputList{Lister: types.NewDynamicList(g, ptrs.Interface()), orig: rv}, true
 		}
 		if elem.Kind() == reflect.Pointer {
-			if _, ok := g.objectTypes[elem.Elem()]; ok {
+			if _, ok := g.info(elem.Elem()); ok {
 				return types.NewDynamicList(g, value), true
 			}
 		}
@@ -157,7 +157,7 @@ func (g *goTypes) newObjectValue(value any) (ref.Val, bool) {
 		if elem.Kind() == reflect.Pointer {
 			elem = elem.Elem()
 		}
-		if _, ok := g.objectTypes[elem]; ok {
+		if _, ok := g.info(elem); ok {
 			return types.NewDynamicMap(g, value), true
 		}
 	}

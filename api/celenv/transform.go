@@ -71,7 +71,7 @@ func (t *DomainTransform) EstimatedCost() CostEstimate { return t.c.cost }
 // return a Domain, and its carried reads of attributes are marked
 // (markCarriedReads) before it is planned.
 func (e *Env) compileTransform(expr string) (*compiled, error) {
-	return e.compile(e.transforms, expr, func(out *types.Type) string {
+	return e.compile(kindTransform, expr, func(out *types.Type) string {
 		if out.IsExactType(e.domainCEL) {
 			return ""
 		}

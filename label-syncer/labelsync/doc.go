@@ -9,6 +9,10 @@
 //     overwritten when its value differs;
 //   - a matching key present only in the target is removed;
 //   - every other key of the target is left as it is;
+//   - a matching key of the source that the target cannot take (a label
+//     key or value, or an annotation key, the API server would reject) is
+//     refused: left on the target as it is and listed in Change.Refused,
+//     while the other keys are synced;
 //   - with pruning on, the target records in the annotations
 //     SyncedLabelsAnnotation and SyncedAnnotationsAnnotation which keys were
 //     synced; a recorded key that no entry matches any more (the

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
 )
 
@@ -71,6 +73,29 @@ type Change struct {
 	// Before is the target's metadata the change was planned from; After
 	// is what it becomes.
 	Before, After Metadata
+	// Refused lists the source keys an entry selects that the target
+	// cannot take, sorted by kind and key. They are left on the target as
+	// they are (absent, or with the value synced before); the other keys
+	// are synced.
+	Refused []RefusedKey
+}
+
+// Kinds of a refused key.
+const (
+	KindLabel      = "label"
+	KindAnnotation = "annotation"
+)
+
+// RefusedKey is a source key an entry selects that the target cannot take:
+// a label key or value, or an annotation key, that the API server would
+// reject (a template's metadata is not validated as an object's is). One
+// such key would otherwise make every patch of its target fail.
+type RefusedKey struct {
+	// Kind is KindLabel or KindAnnotation.
+	Kind string
+	Key  string
+	// Reason says what is wrong, as the API server's validation would.
+	Reason string
 }
 
 // LabelsChanged reports whether the label map is rewritten.
@@ -108,8 +133,10 @@ func Plan(rules Rules, source, target Metadata) Change {
 		recordedAnnotations = parseRecord(target.Annotations[SyncedAnnotationsAnnotation])
 	}
 	var syncedLabels, syncedAnnotations []string
-	c.After.Labels, c.Labels, syncedLabels = planMap(rules.Labels, source.Labels, target.Labels, recordedLabels)
-	c.After.Annotations, c.Annotations, syncedAnnotations = planMap(rules.Annotations, source.Annotations, target.Annotations, recordedAnnotations)
+	var refusedLabels, refusedAnnotations []RefusedKey
+	c.After.Labels, c.Labels, syncedLabels, refusedLabels = planMap(rules.Labels, source.Labels, target.Labels, recordedLabels, labelProblem)
+	c.After.Annotations, c.Annotations, syncedAnnotations, refusedAnnotations = planMap(rules.Annotations, source.Annotations, target.Annotations, recordedAnnotations, annotationProblem)
+	c.Refused = append(refusedLabels, refusedAnnotations...)
 	if rules.Prune {
 		c.After.Annotations = setRecord(c.After.Annotations, SyncedLabelsAnnotation, syncedLabels)
 		c.After.Annotations = setRecord(c.After.Annotations, SyncedAnnotationsAnnotation, syncedAnnotations)
@@ -118,16 +145,24 @@ func Plan(rules Rules, source, target Metadata) Change {
 }
 
 // planMap applies the rules to one map. recorded are keys synced earlier
-// (nil when pruning is off). It returns the new map (dst itself when
-// unchanged), the changes, and the matching keys of src, sorted.
-func planMap(f *keyfilter.Filter, src, dst map[string]string, recorded []string) (map[string]string, KeyChanges, []string) {
+// (nil when pruning is off); problem says why the target cannot take a key
+// and value, "" when it can. It returns the new map (dst itself when
+// unchanged), the changes, the matching keys of src, sorted, and the ones
+// refused, sorted.
+func planMap(f *keyfilter.Filter, src, dst map[string]string, recorded []string,
+	problem func(k, v string) (kind, reason string)) (map[string]string, KeyChanges, []string, []RefusedKey) {
 	var kc KeyChanges
 	var synced []string
+	var refused []RefusedKey
 	for k, v := range src {
 		if !f.Match(k) {
 			continue
 		}
 		synced = append(synced, k)
+		if kind, reason := problem(k, v); reason != "" {
+			refused = append(refused, RefusedKey{Kind: kind, Key: k, Reason: reason})
+			continue
+		}
 		old, ok := dst[k]
 		switch {
 		case !ok:
@@ -148,8 +183,9 @@ func planMap(f *keyfilter.Filter, src, dst map[string]string, recorded []string)
 		}
 	}
 	slices.Sort(synced)
+	slices.SortFunc(refused, func(a, b RefusedKey) int { return strings.Compare(a.Key, b.Key) })
 	if kc.Empty() {
-		return dst, kc, synced
+		return dst, kc, synced, refused
 	}
 	slices.Sort(kc.Added)
 	slices.Sort(kc.Updated)
@@ -164,7 +200,30 @@ func planMap(f *keyfilter.Filter, src, dst map[string]string, recorded []string)
 	for _, k := range kc.Removed {
 		delete(out, k)
 	}
-	return out, kc, synced
+	return out, kc, synced, refused
+}
+
+// labelProblem says why a label cannot be written, as the API server
+// validates labels: a qualified name and a value of at most 63 characters
+// of a restricted set.
+func labelProblem(k, v string) (string, string) {
+	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		return KindLabel, "not a valid label key: " + strings.Join(errs, "; ")
+	}
+	if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+		return KindLabel, "not a valid label value: " + strings.Join(errs, "; ")
+	}
+	return KindLabel, ""
+}
+
+// annotationProblem says why an annotation cannot be written: its key must
+// be a qualified name (the API server checks it in lower case); values are
+// free.
+func annotationProblem(k, _ string) (string, string) {
+	if errs := validation.IsQualifiedName(strings.ToLower(k)); len(errs) > 0 {
+		return KindAnnotation, "not a valid annotation key: " + strings.Join(errs, "; ")
+	}
+	return KindAnnotation, ""
 }
 
 // setRecord returns m with the bookkeeping annotation key listing keys, or

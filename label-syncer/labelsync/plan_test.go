@@ -3,6 +3,7 @@ package labelsync
 import (
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
@@ -223,5 +224,52 @@ func TestDescribeNamesEachChangedKey(t *testing.T) {
 	}
 	if got, want := c.Describe(), "labels: added a, b; removed c; annotations: updated d"; got != want {
 		t.Fatalf("Describe() = %q, want %q", got, want)
+	}
+}
+
+// TestKeysTheTargetCannotTakeAreRefusedAndTheOthersSynced: a template is
+// not validated as an object's metadata is, so it can hold a label value or
+// key the VMI's API server rejects. Such a key is refused (left on the
+// target as it is, listed in Refused) and the other keys are synced, rather
+// than every patch of the target failing.
+func TestKeysTheTargetCannotTakeAreRefusedAndTheOthersSynced(t *testing.T) {
+	rules := Rules{Labels: mustFilter(t, "ops.example.com/*"), Annotations: mustFilter(t, "notes.example.com/*")}
+	source := Metadata{
+		Labels: m{
+			"ops.example.com/owner":     "team-b",
+			"ops.example.com/bad-value": "not a label value!",
+			"ops.example.com/Bad Key":   "x",
+			"ops.example.com/kept":      strings.Repeat("v", 64),
+		},
+		Annotations: m{"notes.example.com/ticket": "any value: it is free", "notes.example.com/bad key": "x"},
+	}
+	target := Metadata{Labels: m{"ops.example.com/owner": "team-a", "ops.example.com/kept": "old"}}
+	c := Plan(rules, source, target)
+	wantLabels := m{"ops.example.com/owner": "team-b", "ops.example.com/kept": "old"}
+	if !maps.Equal(c.After.Labels, wantLabels) {
+		t.Fatalf("labels after = %v, want %v", c.After.Labels, wantLabels)
+	}
+	if !maps.Equal(c.After.Annotations, m{"notes.example.com/ticket": "any value: it is free"}) {
+		t.Fatalf("annotations after = %v", c.After.Annotations)
+	}
+	var got []string
+	for _, r := range c.Refused {
+		got = append(got, r.Kind+" "+r.Key)
+		if r.Reason == "" {
+			t.Errorf("refused %s %s without a reason", r.Kind, r.Key)
+		}
+	}
+	want := []string{"label ops.example.com/Bad Key", "label ops.example.com/bad-value", "label ops.example.com/kept", "annotation notes.example.com/bad key"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("refused %q, want %q", got, want)
+	}
+	if c.Labels.Removed != nil {
+		t.Fatalf("a refused key was removed: %+v", c.Labels)
+	}
+
+	// Nothing else to do: the change is empty, the refusal stays known.
+	c = Plan(rules, source, c.After)
+	if !c.Empty() || len(c.Refused) != 4 {
+		t.Fatalf("second plan: empty %v, %d refused; want true, 4", c.Empty(), len(c.Refused))
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
 	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vm"
 	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vmi"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncevents"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
@@ -101,16 +102,17 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 		annotations = annotations.WithBuiltin(keyfilter.DeschedulerAnnotations()...)
 	}
 	rules := labelsync.Rules{Labels: opts.Labels, Annotations: annotations, Prune: opts.PruneUnconfigured}
-	recorder := mgr.GetEventRecorder("label-syncer")
+	// One recorder for both reconcilers: its bound holds for the syncer.
+	events := syncevents.New(mgr.GetEventRecorder("label-syncer"), syncevents.Options{})
 	vmR := &vm.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Recorder: recorder, Metrics: m,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Events: events, Metrics: m,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, MaxPatchAttempts: opts.MaxPatchAttempts,
 	}
 	if err := vmR.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up %s: %w", vm.ControllerName, err)
 	}
 	vmiR := &vmi.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Recorder: recorder, Metrics: m,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Events: events, Metrics: m,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, MaxPatchAttempts: opts.MaxPatchAttempts,
 	}
 	if err := vmiR.SetupWithManager(ctx, mgr); err != nil {

@@ -8,4 +8,5 @@
 //	kubevirt_plugins_label_syncer_patch_conflicts_total  patches whose test failed because the target changed meanwhile (re-read and retried)
 //	kubevirt_plugins_label_syncer_sync_duration_seconds  time to bring one target in line, retries included
 //	kubevirt_plugins_label_syncer_syncs_total{result}    syncs by result: unchanged, patched, error
+//	kubevirt_plugins_label_syncer_refused_keys_total{kind}  source keys (kind label or annotation) a target cannot take, per sync
 package syncmetrics

@@ -27,6 +27,7 @@ type Metrics struct {
 	conflicts *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	syncs     *prometheus.CounterVec
+	refused   *prometheus.CounterVec
 }
 
 // New creates the metrics and registers them on reg, or reuses the identical
@@ -50,6 +51,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		Name: "kubevirt_plugins_label_syncer_syncs_total",
 		Help: "Syncs of one target, by target kind and result (unchanged, patched, error).",
 	}, []string{"target", "result"})
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevirt_plugins_label_syncer_refused_keys_total",
+		Help: "Source keys an entry selects that a target cannot take (a label key or value, or an annotation key, the API server rejects), counted per sync of a target; the other keys are synced.",
+	}, []string{"target", "kind"})
 	var err error
 	if m.patches, err = register(reg, patches); err != nil {
 		return nil, err
@@ -61,6 +66,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.syncs, err = register(reg, syncs); err != nil {
+		return nil, err
+	}
+	if m.refused, err = register(reg, refused); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -103,5 +111,13 @@ func (m *Metrics) Synced(target, result string, took time.Duration) {
 	if m != nil {
 		m.syncs.WithLabelValues(target, result).Inc()
 		m.duration.WithLabelValues(target).Observe(took.Seconds())
+	}
+}
+
+// Refused counts one source key of kind (label or annotation) that a target
+// of the given kind cannot take.
+func (m *Metrics) Refused(target, kind string) {
+	if m != nil {
+		m.refused.WithLabelValues(target, kind).Inc()
 	}
 }

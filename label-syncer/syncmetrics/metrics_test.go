@@ -18,6 +18,10 @@ func TestMetricsAreRegisteredOnTheGivenRegistry(t *testing.T) {
 	m.Patched(TargetPod)
 	m.Conflict(TargetVMI)
 	m.Synced(TargetPod, ResultPatched, time.Millisecond)
+	m.Refused(TargetVMI, "label")
+	if got := testutil.ToFloat64(m.refused.WithLabelValues(TargetVMI, "label")); got != 1 {
+		t.Fatalf("refused{VMI,label} = %v, want 1", got)
+	}
 	if got := testutil.ToFloat64(m.patches.WithLabelValues(TargetPod)); got != 2 {
 		t.Fatalf("patches{Pod} = %v, want 2", got)
 	}
@@ -63,4 +67,5 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.Patched(TargetPod)
 	m.Conflict(TargetPod)
 	m.Synced(TargetPod, ResultError, time.Second)
+	m.Refused(TargetPod, "label")
 }

@@ -27,25 +27,33 @@ import (
 	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
-// BenchmarkLabelSync creates LABELSYNC_BENCH_VMS (default 2000) VMs, each
+// BenchmarkLabelSync creates LABELSYNC_BENCH_VMS (default 5000) VMs, each
 // with a VMI and a launcher Pod shaped like a real one, then for each Pod
 // watch mode starts a syncer and measures:
 //
-//   - initial-writes: writes while it syncs objects already in line (want 0)
+//   - initial-writes: writes while it syncs objects already in line (want
+//     0), initial-events the events then (0; 1 in the second mode, whose
+//     templates still hold the refused key of the first)
 //   - heap-MiB: heap in use after GC with its caches filled, over the
 //     process's heap before it started
 //   - converge-s: from the first template change until every VMI and Pod
 //     carries the new label, changing the template of every VM
 //   - vmi-writes/VM, pod-writes/VM: successful patches per VM (want 1 each)
+//   - event-writes/VM, other-writes/VM: any other write per VM (want 0)
 //   - refused/VM: patches refused by their test (stale cache) per VM
 //   - steady-writes: writes in the 5 s after all syncs settled (want 0)
+//   - then every template changes again and gains a label value no VMI can
+//     take (one misconfigured key on every VM): bad-converge-s,
+//     bad-vmi-writes/VM, bad-pod-writes/VM as above, and bad-key-events,
+//     the events written for it (the bound: one per problem per
+//     syncevents.DefaultInterval, so 1)
 //
-// Writes are counted by a RoundTripper on the syncer's rest.Config; events
-// are counted apart. Run it alone, once:
+// Writes are counted by a RoundTripper on the syncer's rest.Config, events
+// apart. Run it alone, once:
 //
 //	go test -run '^$' -bench BenchmarkLabelSync -benchtime 1x -timeout 60m ./labelsync/
 func BenchmarkLabelSync(b *testing.B) {
-	n := 2000
+	n := 5000
 	if v := os.Getenv("LABELSYNC_BENCH_VMS"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
@@ -99,42 +107,80 @@ func benchOnce(ctx context.Context, b *testing.B, admin client.Client, ns string
 	initial := writes.snapshot()
 	heap := heapInUse() - before
 
+	b.StartTimer()
+	routine := changeTemplates(b, run, writes, admin, ns, n, strconv.Itoa(gen), "")
+	b.StopTimer()
+	settled := writes.snapshot()
+	time.Sleep(5 * time.Second)
+	steady := writes.snapshot().minus(settled)
+
+	// The same change once more, with a label value no VMI can take on
+	// every VM: refused, the other key synced, one event.
+	bad := changeTemplates(b, run, writes, admin, ns, n, strconv.Itoa(gen)+"-bad", `,"ops.example.com/bad":"not a label value!"`)
+	// Events are written in the background; by the end of a steady window
+	// they are.
+	settled = writes.snapshot()
+	time.Sleep(5 * time.Second)
+	badEvents := writes.snapshot().minus(settled).events + bad.writes.events
+	run.stop(b)
+
+	perVM := func(x int) float64 { return float64(x) / float64(n) }
+	b.ReportMetric(float64(initial.total()), "initial-writes")
+	b.ReportMetric(float64(initial.events), "initial-events")
+	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+	b.ReportMetric(routine.converge.Seconds(), "converge-s")
+	b.ReportMetric(routine.patched.Seconds(), "template-patch-s")
+	b.ReportMetric(perVM(routine.writes.vmi), "vmi-writes/VM")
+	b.ReportMetric(perVM(routine.writes.pod), "pod-writes/VM")
+	b.ReportMetric(perVM(routine.writes.events), "event-writes/VM")
+	b.ReportMetric(perVM(routine.writes.other), "other-writes/VM")
+	b.ReportMetric(perVM(routine.writes.refused), "refused/VM")
+	b.ReportMetric(float64(steady.total()+steady.events), "steady-writes")
+	b.ReportMetric(bad.converge.Seconds(), "bad-converge-s")
+	b.ReportMetric(perVM(bad.writes.vmi), "bad-vmi-writes/VM")
+	b.ReportMetric(perVM(bad.writes.pod), "bad-pod-writes/VM")
+	b.ReportMetric(perVM(bad.writes.other), "bad-other-writes/VM")
+	b.ReportMetric(float64(badEvents), "bad-key-events")
+	b.ReportMetric(run.counter(b, "kubevirt_plugins_label_syncer_refused_keys_total", nil), "bad-key-refusals")
+	b.Logf("%d VMs: initial writes %+v, change writes %+v, steady writes %+v, heap %.1f MiB, converged in %s (templates patched in %s); "+
+		"with a refused key: writes %+v, %d events, converged in %s",
+		n, initial, routine.writes, steady, float64(heap)/(1<<20), routine.converge.Round(time.Millisecond), routine.patched.Round(time.Millisecond),
+		bad.writes, badEvents, bad.converge.Round(time.Millisecond))
+}
+
+// templateChange is what one change of every template cost.
+type templateChange struct {
+	// patched is the time the template patches took, converge the time
+	// until every VMI and Pod carried the new label.
+	patched, converge time.Duration
+	// writes are the syncer's writes, from the first template patch until
+	// every VMI and Pod was synced again after its own patch.
+	writes writes
+}
+
+// changeTemplates sets ops.example.com/gen to gen (plus extraLabels, JSON
+// members starting with a comma) in every VM's template, waits until every
+// VMI and Pod carries it and the syncs the patches caused have run out, and
+// returns the time and the writes.
+func changeTemplates(b *testing.B, run *syncerRun, writes *writeCounter, admin client.Client, ns string, n int, gen, extraLabels string) templateChange {
 	vmiSyncs := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
 	podSyncs := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
-	label := strconv.Itoa(gen)
-	b.StartTimer()
+	before := writes.snapshot()
 	t0 := time.Now()
 	if err := forEach(n, 16, func(i int) error {
 		vm := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: vmName(i)}}
-		patch := []byte(`{"spec":{"template":{"metadata":{"labels":{"ops.example.com/gen":"` + label + `"}}}}}`)
+		patch := []byte(`{"spec":{"template":{"metadata":{"labels":{"ops.example.com/gen":"` + gen + `"` + extraLabels + `}}}}}`)
 		return admin.Patch(b.Context(), vm, client.RawPatch("application/merge-patch+json", patch))
 	}); err != nil {
 		b.Fatalf("changing the templates: %v", err)
 	}
-	patched := time.Since(t0)
-	waitLabelled(b, admin, ns, n, label)
-	converge := time.Since(t0)
-	b.StopTimer()
-
-	// Let the reconciles the writes themselves caused run out, then watch
-	// for writes that should not happen.
+	c := templateChange{patched: time.Since(t0)}
+	waitLabelled(b, admin, ns, n, gen)
+	c.converge = time.Since(t0)
+	// Let the reconciles the writes themselves caused run out.
 	waitSyncs(b, run, vmiSyncs+float64(n), podSyncs+float64(n))
-	changed := writes.snapshot().minus(initial)
-	settled := writes.snapshot()
-	time.Sleep(5 * time.Second)
-	steady := writes.snapshot().minus(settled)
-	run.stop(b)
-
-	b.ReportMetric(float64(initial.total()), "initial-writes")
-	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
-	b.ReportMetric(converge.Seconds(), "converge-s")
-	b.ReportMetric(patched.Seconds(), "template-patch-s")
-	b.ReportMetric(float64(changed.vmi)/float64(n), "vmi-writes/VM")
-	b.ReportMetric(float64(changed.pod)/float64(n), "pod-writes/VM")
-	b.ReportMetric(float64(changed.refused)/float64(n), "refused/VM")
-	b.ReportMetric(float64(steady.total()), "steady-writes")
-	b.Logf("%d VMs: initial writes %+v, change writes %+v, steady writes %+v, events %d, heap %.1f MiB, converged in %s (templates patched in %s)",
-		n, initial, changed, steady, writes.snapshot().events, float64(heap)/(1<<20), converge.Round(time.Millisecond), patched.Round(time.Millisecond))
+	c.writes = writes.snapshot().minus(before)
+	return c
 }
 
 // waitSyncs waits until the syncer finished at least vmi VMI syncs and pod

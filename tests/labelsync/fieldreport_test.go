@@ -1,16 +1,8 @@
 package labelsync
 
 import (
-	"context"
-	"fmt"
-	"strings"
 	"testing"
 
-	eventsv1 "k8s.io/api/events/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vm"
-	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vmi"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 	"github.com/kubevirt-plugins/framework/tests/framework/poll"
@@ -76,15 +68,6 @@ func TestFieldReportExperiment(t *testing.T) {
 			t.Errorf("Pod patches = %v, want 3", got)
 		}
 	})
-	t.Run("events on the VMI name the changed keys", func(t *testing.T) {
-		poll.Until(t, "events on VMI vm-a", waitTimeout, func() error {
-			return hasEvents(t.Context(), ns, "vm-a",
-				vm.EventReason+": added ops.example.com/dynamic-a; updated ops.example.com/owner-a",
-				vm.EventReason+": removed ops.example.com/dynamic-a",
-				vmi.EventReason+": added ops.example.com/dynamic-a; updated ops.example.com/owner-a",
-				vmi.EventReason+": removed ops.example.com/dynamic-a")
-		})
-	})
 }
 
 // bothHave checks the VMI's and the Pod's labels against w (see want).
@@ -117,30 +100,4 @@ func checkOutsideAndUID(t *testing.T, r running, podUID any) {
 	if uid != podUID {
 		t.Errorf("Pod UID changed from %v to %v: the Pod was recreated", podUID, uid)
 	}
-}
-
-// hasEvents checks that events regarding the VMI include, for each
-// "<reason>: <text>", one with that reason whose note contains text.
-func hasEvents(ctx context.Context, ns, vmiName string, wants ...string) error {
-	list := &eventsv1.EventList{}
-	if err := server.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	var seen []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "VirtualMachineInstance" && e.Regarding.Name == vmiName {
-			seen = append(seen, e.Reason+": "+e.Note)
-		}
-	}
-next:
-	for _, w := range wants {
-		reason, text, _ := strings.Cut(w, ": ")
-		for _, s := range seen {
-			if strings.HasPrefix(s, reason+": ") && strings.Contains(s, text) {
-				continue next
-			}
-		}
-		return fmt.Errorf("no event %q among %q", w, seen)
-	}
-	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncevents"
 	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
@@ -83,7 +84,10 @@ func TestDeployRBACIsEnoughToSyncWithLeaderElection(t *testing.T) {
 		LeaderElectionNamespace: deployNamespace,
 		Namespaces:              []string{},
 	})
-	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-rbac"}, map[string]any{"notes.example.com/n": "2"})
+	// A label value no VMI can take, refused with a Warning event. The key
+	// is this test's own: the syncer watches every namespace, and the
+	// other tests' VMs refuse keys too, whose event this one would share.
+	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-rbac", "ops.example.com/rbac-bad": badValue}, map[string]any{"notes.example.com/n": "2"})
 	poll.Until(t, "synced as the ServiceAccount", waitTimeout, func() error {
 		if err := bothHave(t, r, map[string]string{"ops.example.com/owner": "team-rbac"}); err != nil {
 			return err
@@ -91,7 +95,7 @@ func TestDeployRBACIsEnoughToSyncWithLeaderElection(t *testing.T) {
 		return bothHaveAnnotations(t, r, map[string]string{"notes.example.com/n": "2"})
 	})
 	poll.Until(t, "events recorded as the ServiceAccount", waitTimeout, func() error {
-		return hasEvents(t.Context(), ns, "vm-rbac", "TemplateMetadataSynced: updated ops.example.com/owner", "LauncherPodMetadataSynced: updated ops.example.com/owner")
+		return hasEvents(t.Context(), ns, "vm-rbac", syncevents.ReasonKeyRefused+": label ops.example.com/rbac-bad not synced to VirtualMachineInstance vm-rbac")
 	})
 }
 

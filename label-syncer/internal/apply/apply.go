@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncevents"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
@@ -23,8 +26,12 @@ type Patcher struct {
 	// the cache (the manager's APIReader), or the retry may plan from the
 	// same stale state.
 	Reader client.Reader
-	// Metrics counts patches and conflicts. Nil records nothing.
+	// Metrics counts patches, conflicts and refused keys. Nil records
+	// nothing.
 	Metrics *syncmetrics.Metrics
+	// Events records refused keys and failed patches, aggregated. Nil
+	// records nothing.
+	Events *syncevents.Recorder
 	// Target is the kind for metrics and errors, e.g. syncmetrics.TargetPod.
 	Target string
 	// MaxAttempts bounds the patches sent per call. Default
@@ -37,8 +44,9 @@ type Planner func(target labelsync.Metadata) labelsync.Change
 
 // Apply brings obj in line: it plans from obj, patches when the plan is not
 // empty, and retries from a fresh read when the patch's test fails. obj is
-// left holding the last state seen. It returns the change written (empty
-// when none was needed or the target is gone).
+// left holding the last state seen. It returns the change planned last:
+// written, or empty when none was needed (its Refused keys are listed all
+// the same); an empty change when the target is gone.
 func (p *Patcher) Apply(ctx context.Context, obj client.Object, plan Planner) (labelsync.Change, error) {
 	attempts := p.MaxAttempts
 	if attempts <= 0 {
@@ -48,7 +56,7 @@ func (p *Patcher) Apply(ctx context.Context, obj client.Object, plan Planner) (l
 	for range attempts {
 		change := plan(labelsync.Metadata{Labels: obj.GetLabels(), Annotations: obj.GetAnnotations()})
 		if change.Empty() {
-			return labelsync.Change{}, nil
+			return change, nil
 		}
 		data, err := change.JSONPatch(obj.GetUID())
 		if err != nil {
@@ -85,6 +93,23 @@ func (p *Patcher) Apply(ctx context.Context, obj client.Object, plan Planner) (l
 		copyInto(obj, fresh)
 	}
 	return labelsync.Change{}, fmt.Errorf("patching %s %s: still conflicting after %d attempts: %w", p.Target, client.ObjectKeyFromObject(obj), attempts, lastErr)
+}
+
+// Report tells what a person must know of one sync of obj, whose result
+// Apply returned: each key the change refused is logged, counted and
+// recorded as an event, and so is err, a failed patch. Events are recorded
+// on regarding (the VMI), with related (the VM or the Pod). A routine sync
+// reports nothing here: the caller counts it and logs it at verbosity 1.
+func (p *Patcher) Report(log logr.Logger, regarding, related runtime.Object, obj client.Object, change labelsync.Change, err error) {
+	for _, r := range change.Refused {
+		p.Metrics.Refused(p.Target, r.Kind)
+		log.Info("key not synced: the target cannot take it", "target", p.Target, "name", obj.GetName(),
+			"keyKind", r.Kind, "key", r.Key, "reason", r.Reason)
+		p.Events.KeyRefused(regarding, related, p.Target, obj.GetName(), r.Kind, r.Key, r.Reason)
+	}
+	if err != nil {
+		p.Events.PatchFailed(regarding, related, p.Target, err)
+	}
 }
 
 // copyInto makes dst hold src's metadata, which is all Apply plans from.

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,14 +17,12 @@ import (
 
 	"github.com/kubevirt-plugins/framework/label-syncer/internal/apply"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncevents"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "labelsync-vm-to-vmi"
-
-// EventReason is the reason of the event recorded on the VMI for each change.
-const EventReason = "TemplateMetadataSynced"
 
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
@@ -40,8 +36,10 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Rules selects the synced keys.
 	Rules labelsync.Rules
-	// Recorder records an event on the VMI for each change.
-	Recorder events.EventRecorder
+	// Events records, on the VMI, the keys it cannot take and the patches
+	// that fail, aggregated; a routine sync records no event. Nil records
+	// none.
+	Events *syncevents.Recorder
 	// Metrics records patches, conflicts and sync durations. Nil records
 	// nothing.
 	Metrics *syncmetrics.Metrics
@@ -92,10 +90,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	source := labelsync.Metadata{Labels: vm.Spec.Template.ObjectMeta.Labels, Annotations: vm.Spec.Template.ObjectMeta.Annotations}
-	p := &apply.Patcher{Writer: r.Client, Reader: r.APIReader, Metrics: r.Metrics, Target: syncmetrics.TargetVMI, MaxAttempts: r.MaxPatchAttempts}
+	p := &apply.Patcher{Writer: r.Client, Reader: r.APIReader, Metrics: r.Metrics, Events: r.Events, Target: syncmetrics.TargetVMI, MaxAttempts: r.MaxPatchAttempts}
 	change, err := p.Apply(ctx, vmi, func(target labelsync.Metadata) labelsync.Change {
 		return labelsync.Plan(r.Rules, source, target)
 	})
+	p.Report(log, vmi, vm, vmi, change, err)
 	if err != nil {
 		r.Metrics.Synced(syncmetrics.TargetVMI, syncmetrics.ResultError, time.Since(start))
 		return ctrl.Result{}, fmt.Errorf("syncing VirtualMachineInstance %s from the template of VirtualMachine %s: %w", req.NamespacedName, vm.Name, err)
@@ -109,10 +108,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if desc == "" {
 		desc = "bookkeeping of synced keys updated"
 	}
-	log.Info("synced VMI metadata from the VM template", "vmi", req.NamespacedName, "change", desc)
-	if r.Recorder != nil {
-		r.Recorder.Eventf(vmi, vm, corev1.EventTypeNormal, EventReason, "SyncMetadata",
-			"from the template of VirtualMachine %s: %s", vm.Name, desc)
-	}
+	log.V(1).Info("synced VMI metadata from the VM template", "vmi", req.NamespacedName, "change", desc)
 	return ctrl.Result{}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,15 +20,12 @@ import (
 	"github.com/kubevirt-plugins/framework/label-syncer/internal/apply"
 	"github.com/kubevirt-plugins/framework/label-syncer/internal/podwatch"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
+	"github.com/kubevirt-plugins/framework/label-syncer/syncevents"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 )
 
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "labelsync-vmi-to-pod"
-
-// EventReason is the reason of the event recorded on the VMI for each
-// change to one of its launcher Pods.
-const EventReason = "LauncherPodMetadataSynced"
 
 // ControllerUIDIndex is the cache index of Pods by the UID of their
 // controller owner.
@@ -47,8 +43,10 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Rules selects the synced keys.
 	Rules labelsync.Rules
-	// Recorder records an event on the VMI for each Pod change.
-	Recorder events.EventRecorder
+	// Events records, on the VMI, the keys its Pods cannot take and the
+	// patches that fail, aggregated; a routine sync records no event. Nil
+	// records none.
+	Events *syncevents.Recorder
 	// Metrics records patches, conflicts and sync durations. Nil records
 	// nothing.
 	Metrics *syncmetrics.Metrics
@@ -106,11 +104,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	source := labelsync.Metadata{Labels: vmi.Labels, Annotations: vmi.Annotations}
 	plan := func(target labelsync.Metadata) labelsync.Change { return labelsync.Plan(r.Rules, source, target) }
-	p := &apply.Patcher{Writer: r.Client, Reader: r.APIReader, Metrics: r.Metrics, Target: syncmetrics.TargetPod, MaxAttempts: r.MaxPatchAttempts}
+	p := &apply.Patcher{Writer: r.Client, Reader: r.APIReader, Metrics: r.Metrics, Events: r.Events, Target: syncmetrics.TargetPod, MaxAttempts: r.MaxPatchAttempts}
 	var errs []error
 	for _, pod := range pods {
 		start := time.Now()
 		change, err := p.Apply(ctx, pod, plan)
+		p.Report(log, vmi, pod, pod, change, err)
 		switch {
 		case err != nil:
 			r.Metrics.Synced(syncmetrics.TargetPod, syncmetrics.ResultError, time.Since(start))
@@ -125,11 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if desc == "" {
 			desc = "bookkeeping of synced keys updated"
 		}
-		log.Info("synced launcher Pod metadata from the VMI", "vmi", req.NamespacedName, "pod", pod.Name, "change", desc)
-		if r.Recorder != nil {
-			r.Recorder.Eventf(vmi, pod, corev1.EventTypeNormal, EventReason, "SyncMetadata",
-				"to launcher Pod %s: %s", pod.Name, desc)
-		}
+		log.V(1).Info("synced launcher Pod metadata from the VMI", "vmi", req.NamespacedName, "pod", pod.Name, "change", desc)
 	}
 	return ctrl.Result{}, errors.Join(errs...)
 }

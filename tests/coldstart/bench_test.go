@@ -1,0 +1,204 @@
+package coldstart
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/handler-runtime/launcherplugins"
+	"github.com/kubevirt-plugins/framework/tests/coldstart/internal/probe"
+	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
+	"github.com/kubevirt-plugins/framework/tests/framework/repo"
+)
+
+// hookExpression is the first CEL hook of the comparison, the Plugins user
+// guide's example.
+const hookExpression = `Domain{CPU: DomainCPU{Mode: "host-passthrough"}}`
+
+// defaultRounds is how many times each case runs unless COLDSTART_ROUNDS
+// says otherwise.
+const defaultRounds = 15
+
+// coldCase is one measured process: a driver, its case and the plugins file
+// it is handed.
+type coldCase struct {
+	name    string
+	driver  string // "framework" or "upstream"
+	arg     string
+	plugins string // a key of the plugins files
+}
+
+var coldCases = []coldCase{
+	{"launcher, no Plugin", "framework", "launcher", "none"},
+	{"launcher, first CEL hook", "framework", "launcher", "hook"},
+	{"handler, no node hook selects the VMI", "framework", "handler", "store"},
+	{"upstream, first CEL hook", "upstream", "hook", "hook"},
+	{"upstream, environment alone", "upstream", "env", "hook"},
+	{"cel-go, bare environment, x + 1 > 2", "upstream", "bare", "hook"},
+}
+
+// BenchmarkColdStart runs each case in a fresh process, COLDSTART_ROUNDS
+// times (default 15), the cases interleaved round by round (each round in
+// another order) so that load on the machine falls on all of them alike.
+// Every process loads its inputs first (KubeVirt's generated domain, the
+// VMI, the plugins as virt-handler hands them over), then measures its work
+// once, in the process: wall time and the growth of VmRSS. The
+// sub-benchmarks report, per case, the median and the spread (min, max) of
+// both; ns/op is the median wall time.
+func BenchmarkColdStart(b *testing.B) {
+	domain := sharedFixture(b, "domain_x86_64.xml")
+	vmi := sharedFixture(b, "vmi-fedora.yaml")
+	rounds := defaultRounds
+	if s := os.Getenv("COLDSTART_ROUNDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("COLDSTART_ROUNDS=%q: want a positive number", s)
+		}
+		rounds = n
+	}
+	dir := b.TempDir()
+	drivers := map[string]string{}
+	for _, d := range []string{"framework", "upstream"} {
+		drivers[d] = filepath.Join(dir, d+"-driver")
+		if err := gobuild.Static("tests", "./coldstart/cmd/"+d+"-driver", drivers[d]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pluginFiles := writePluginFiles(b, dir)
+
+	results := map[string][]probe.Result{}
+	for r := range rounds {
+		for i := range coldCases {
+			c := coldCases[(i+r)%len(coldCases)]
+			res := runCase(b, drivers[c.driver], c.arg, domain, vmi, pluginFiles[c.plugins])
+			results[c.name] = append(results[c.name], res)
+		}
+	}
+
+	var table strings.Builder
+	fmt.Fprintf(&table, "\n%d fresh processes per case, interleaved; median (min to max)\n\n", rounds)
+	fmt.Fprintln(&table, "| case | wall time | RSS growth |")
+	fmt.Fprintln(&table, "|---|---:|---:|")
+	for _, c := range coldCases {
+		wall, rss := spreads(results[c.name])
+		fmt.Fprintf(&table, "| %s | %.2f ms (%.2f to %.2f) | %+d KiB (%+d to %+d) |\n", c.name,
+			ms(wall.median), ms(wall.min), ms(wall.max), rss.median, rss.min, rss.max)
+	}
+	hookWall, hookRSS := spreads(results["launcher, first CEL hook"])
+	upWall, upRSS := spreads(results["upstream, first CEL hook"])
+	fmt.Fprintf(&table, "\nfirst CEL hook against upstream, ratio of medians: time %.2fx, RSS growth %.2fx\n",
+		float64(hookWall.median)/float64(upWall.median), float64(hookRSS.median)/float64(upRSS.median))
+	// Printed, not logged: make bench runs without -v.
+	fmt.Print(table.String())
+
+	for _, c := range coldCases {
+		b.Run(c.name, func(b *testing.B) {
+			wall, rss := spreads(results[c.name])
+			b.ReportMetric(float64(wall.median), "ns/op")
+			b.ReportMetric(ms(wall.min), "ms-min")
+			b.ReportMetric(ms(wall.max), "ms-max")
+			b.ReportMetric(float64(rss.median), "KiB-rss")
+			b.ReportMetric(float64(rss.min), "KiB-rss-min")
+			b.ReportMetric(float64(rss.max), "KiB-rss-max")
+		})
+	}
+}
+
+// writePluginFiles writes what the drivers are handed: the plugins as this
+// project's virt-handler encodes them for a launcher (none, and one Plugin
+// with the CEL hook), and the Plugins a virt-handler's store holds (the CEL
+// hook's and one with a node hook at another hook point than the one
+// dispatched).
+func writePluginFiles(b *testing.B, dir string) map[string]string {
+	hook := &pluginv1alpha1.Plugin{
+		ObjectMeta: metav1.ObjectMeta{Name: "cpu-tuning", Generation: 1},
+		Spec: pluginv1alpha1.PluginSpec{LauncherHooks: []pluginv1alpha1.LauncherHook{{
+			CEL: &pluginv1alpha1.CELHook{HookPoint: pluginv1alpha1.GuestDefinition, Expression: hookExpression},
+		}}},
+	}
+	recorder := &pluginv1alpha1.Plugin{
+		ObjectMeta: metav1.ObjectMeta{Name: "stop-recorder", Generation: 1},
+		Spec: pluginv1alpha1.PluginSpec{NodeHooks: []pluginv1alpha1.NodeHook{{
+			Socket:         "/var/run/kubevirt/stop-recorder/hook.sock",
+			PermittedHooks: []pluginv1alpha1.NodeHookPoint{pluginv1alpha1.PostVMStop},
+		}}},
+	}
+	files := map[string]string{}
+	write := func(key string, data []byte) {
+		files[key] = filepath.Join(dir, key+".json")
+		if err := os.WriteFile(files[key], data, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for key, plugins := range map[string][]*pluginv1alpha1.Plugin{"none": nil, "hook": {hook}} {
+		lp, err := launcherplugins.Encode(plugins)
+		if err != nil {
+			b.Fatal(err)
+		}
+		write(key, lp.Data)
+	}
+	stored, err := json.Marshal(pluginv1alpha1.PluginList{Items: []pluginv1alpha1.Plugin{*hook, *recorder}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	write("store", stored)
+	return files
+}
+
+// runCase runs one driver process and returns its measurement.
+func runCase(b *testing.B, driver, arg string, inputs ...string) probe.Result {
+	cmd := exec.Command(driver, append([]string{arg}, inputs...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s %s: %v\n%s", filepath.Base(driver), arg, err, stderr.String())
+	}
+	var res probe.Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		b.Fatalf("%s %s: reading %q: %v", filepath.Base(driver), arg, stdout.String(), err)
+	}
+	return res
+}
+
+type spread[T int64 | time.Duration] struct{ median, min, max T }
+
+func spreadOf[T int64 | time.Duration](xs []T) spread[T] {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return spread[T]{median: s[len(s)/2], min: s[0], max: s[len(s)-1]}
+}
+
+func spreads(rs []probe.Result) (wall spread[time.Duration], rss spread[int64]) {
+	walls := make([]time.Duration, len(rs))
+	growths := make([]int64, len(rs))
+	for i, r := range rs {
+		walls[i], growths[i] = time.Duration(r.WallNS), r.RSSGrowthKiB
+	}
+	return spreadOf(walls), spreadOf(growths)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// sharedFixture returns the path of a fixture in ../shared/fixtures next to
+// the repository, or skips.
+func sharedFixture(b *testing.B, name string) string {
+	path, err := repo.Path("..", "shared", "fixtures", name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("shared fixture %s: %v", name, err)
+	}
+	return path
+}
