@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
+	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // eventRecorder records Events to the API server as virt-handler's does,
@@ -83,9 +85,12 @@ func TestFailedNodeHookWritesAWarningEventOnTheVMI(t *testing.T) {
 	// The recorder writes in order: once this one is in, the others are.
 	recorder.Event(vmi, corev1.EventTypeNormal, "TestDone", "end of the test's dispatches")
 	var events []corev1.Event
-	eventually(t, "the Events on the VMI", func() bool {
+	poll.Until(t, "the Events on the VMI", pollTimeout, func() error {
 		events = vmiEvents(t, string(vmi.UID))
-		return slices.ContainsFunc(events, func(e corev1.Event) bool { return e.Reason == "TestDone" })
+		if !slices.ContainsFunc(events, func(e corev1.Event) bool { return e.Reason == "TestDone" }) {
+			return errors.New("the TestDone Event is not there yet")
+		}
+		return nil
 	})
 	var warnings []corev1.Event
 	for _, e := range events {
