@@ -26,7 +26,7 @@ main() {
   suite=$(. /etc/os-release && echo "${VERSION_CODENAME}")
   mirror=$(debian_mirror)
   rootfs=$(mktemp -d /tmp/kvp-kind-rootfs.XXXXXX)
-  trap 'rm -rf "$rootfs" "${rootfs}.log"' EXIT
+  trap 'rm -rf "${rootfs:-}" "${rootfs:-}.log"' EXIT
   log "debootstrap ${suite} for the kind node (about 80 s)"
   debootstrap --variant=minbase \
     --include=systemd,systemd-sysv,dbus,containerd,runc,iptables,nftables,iproute2,procps,containernetworking-plugins,ca-certificates,util-linux,mount,kmod,conntrack,ethtool,socat,ebtables,jq,libseccomp2,bash,curl \

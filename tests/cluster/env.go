@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	fpoll "github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
 
 // env is the cluster as hack/kind/cluster.sh describes it.
@@ -120,29 +122,27 @@ func (e *env) onNode(ctx context.Context, node string, args ...string) (string, 
 	return out.String(), nil
 }
 
-// poll calls cond every interval until it reports done, returns an error,
-// or ctx ends (then the last reason it gave is in the error).
+// poll waits with tests/framework/poll until cond reports done; an error
+// cond returns ends the wait at once (a Pod that failed will not run). The
+// reason cond gives while not done is in the error when time runs out.
 func poll(ctx context.Context, what string, timeout time.Duration, cond func() (bool, string, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	last := ""
-	for {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	err := fpoll.Every(ctx, 500*time.Millisecond, timeout, func() error {
 		done, why, err := cond()
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
+		switch {
+		case err != nil:
+			cancel(err)
+			return err
+		case !done:
+			return errors.New(why)
 		}
-		if done {
-			return nil
-		}
-		last = why
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: not within %s: %s", what, timeout, last)
-		case <-t.C:
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
+	return nil
 }
 
 // containerState says how each container of a Pod is, init containers
