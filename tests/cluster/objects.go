@@ -25,6 +25,10 @@ const (
 	launcherImage           = "kvp-standin-virt-launcher:latest"
 	handlerFinalizer        = "standin.kubevirt-plugins.io/virt-handler"
 	migrationConfigKey      = "standin.kubevirt-plugins.io/migration-config"
+	// podFinalizer keeps a launcher Pod, once its VMI is gone and the
+	// garbage collector deletes it, until the scenario has seen how it
+	// ended.
+	podFinalizer = "standin.kubevirt-plugins.io/scenario"
 )
 
 // samples are the sample plugins applied, with the sidecar each one's
@@ -132,6 +136,7 @@ func newLauncherPod(vmi *kubevirtv1.VirtualMachineInstance, suffix, node string)
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: vmi.Namespace, Name: "virt-launcher-" + vmi.Name + "-" + suffix, Labels: labels,
 			Annotations: map[string]string{networkStatusAnnotation: networkStatus},
+			Finalizers:  []string{podFinalizer},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance", Name: vmi.Name, UID: vmi.UID,
 				Controller: &yes, BlockOwnerDeletion: &yes,

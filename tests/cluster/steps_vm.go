@@ -234,8 +234,9 @@ func restarts(p *corev1.Pod) int32 {
 }
 
 // waitCompleted waits until the Pod has Succeeded with every container
-// terminated.
+// terminated, then lets it go (podFinalizer).
 func (s *scenario) waitCompleted(ctx context.Context, pod *corev1.Pod) error {
+	defer s.release(ctx, pod)
 	return poll(ctx, "Pod "+pod.Name+" to complete", 3*time.Minute, func() (bool, string, error) {
 		var p corev1.Pod
 		if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
@@ -324,4 +325,17 @@ func (s *scenario) stopVM(ctx context.Context) error {
 	err = s.waitCompleted(ctx, v.target)
 	s.Check("the target Pod reached Succeeded with every container terminated", err == nil, "%s%s", containerStates(v.target), errSuffix(err))
 	return nil
+}
+
+// release removes podFinalizer from the Pod.
+func (s *scenario) release(ctx context.Context, pod *corev1.Pod) {
+	var p corev1.Pod
+	if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+		return
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == podFinalizer })
+	if err := s.c.Patch(context.WithoutCancel(ctx), &p, patch); err != nil {
+		fmt.Fprintf(s.log, "releasing Pod %s: %v\n", p.Name, err)
+	}
 }
