@@ -9,6 +9,7 @@ require (
 	github.com/kubevirt-plugins/framework/plugin-controller v0.0.0
 	github.com/moby/moby/api v1.56.1
 	github.com/testcontainers/testcontainers-go v0.45.0
+	google.golang.org/grpc v1.83.2
 	k8s.io/apimachinery v0.36.3
 	k8s.io/client-go v0.36.3
 	kubevirt.io/api v1.9.0
@@ -38,7 +39,6 @@ require (
 	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261019180522-ce908d29299b // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261104224025-d1e00e9f33ab // indirect
-	google.golang.org/grpc v1.83.2 // indirect
 )
 
 require (

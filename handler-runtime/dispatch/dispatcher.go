@@ -198,6 +198,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 	if err != nil {
 		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: %w", hookPoint, vmi.Namespace, vmi.Name, err)
 	}
+	if hookPoint == pluginv1alpha1.PreVMStart {
+		if err := d.checkRequired(ctx, vmi, snap); err != nil {
+			return err
+		}
+	}
 	if !snap.Enabled {
 		return nil
 	}

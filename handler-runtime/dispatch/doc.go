@@ -59,6 +59,17 @@
 // time and a count per (VMI, plugin) pair; pairs whose interval has passed
 // are dropped whenever more than 1024 are remembered.
 //
+// # Plugins a VMI requires
+//
+// A VMI annotated plugin.kubevirt.io/required (api's
+// plugin/v1alpha1/required) does not start while a Plugin it names is
+// missing, not Ready for its generation, or not selecting it: PreVMStart
+// fails before any hook is called, with a *required.Error naming each one
+// and why, and, with an EventRecorder, a RequiredPluginUnavailable Event per
+// Plugin (deduplicated as above). With the feature gate off every required
+// Plugin is missing. The other hook points are not held up: a VMI that runs
+// is stopped as usual.
+//
 // Metrics, registered on Options.Registerer:
 //
 //   - kubevirt_plugins_node_hook_call_duration_seconds{plugin, hook_point, outcome}:

@@ -80,7 +80,20 @@ func (w *eventWriter) failed(vmi *kubevirtv1.VirtualMachineInstance, err error, 
 	if !ok {
 		return
 	}
-	key := eventKey{vmi: lockKey(vmi), plugin: herr.Plugin}
+	reason, effect := ReasonNodeHookFailed, "failureStrategy Fail: the VMI's "+string(herr.HookPoint)+" fails"
+	if ignored {
+		reason, effect = ReasonNodeHookFailureIgnored, "failureStrategy Ignore: going on without it"
+	}
+	w.write(vmi, herr.Plugin, corev1.EventTypeWarning, reason, fmt.Sprintf("%s (%s)", herr.Error(), effect))
+}
+
+// write records the Event unless one was written for this VMI and plugin
+// within the interval, in which case it is only counted.
+func (w *eventWriter) write(vmi *kubevirtv1.VirtualMachineInstance, plugin, eventType, reason, msg string) {
+	if w == nil {
+		return
+	}
+	key := eventKey{vmi: lockKey(vmi), plugin: plugin}
 	now := w.clock.Now()
 	w.mu.Lock()
 	st := w.last[key]
@@ -98,18 +111,13 @@ func (w *eventWriter) failed(vmi *kubevirtv1.VirtualMachineInstance, err error, 
 	w.last[key] = &eventState{at: now}
 	w.mu.Unlock()
 
-	reason, effect := ReasonNodeHookFailed, "failureStrategy Fail: the VMI's "+string(herr.HookPoint)+" fails"
-	if ignored {
-		reason, effect = ReasonNodeHookFailureIgnored, "failureStrategy Ignore: going on without it"
-	}
-	msg := fmt.Sprintf("%s (%s)", herr.Error(), effect)
 	if suppressed > 0 {
-		msg = fmt.Sprintf("%d more failures of plugin %q for this VMI since the last Event; latest: %s", suppressed, herr.Plugin, msg)
+		msg = fmt.Sprintf("%d more failures of plugin %q for this VMI since the last Event; latest: %s", suppressed, plugin, msg)
 	}
 	if len(msg) > maxEventMessage {
 		msg = msg[:maxEventMessage-3] + "..."
 	}
-	w.recorder.Event(vmi, corev1.EventTypeWarning, reason, msg)
+	w.recorder.Event(vmi, eventType, reason, msg)
 }
 
 // pruneLocked forgets the pairs whose interval is over.

@@ -1,6 +1,7 @@
 package launcherplugins
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/handler-runtime/internal/requirement"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
 )
 
@@ -44,12 +47,18 @@ type LauncherPlugins struct {
 type Options struct {
 	// Plugins is where the Plugins come from. Required.
 	Plugins PluginSource
+	// CEL evaluates the conditions of the Plugins a VMI requires
+	// (annotation plugin.kubevirt.io/required). Default: an environment
+	// with celenv's defaults, built the first time a required Plugin has a
+	// condition.
+	CEL *celenv.Env
 }
 
 // Selector computes LauncherPlugins. The result is encoded once per store
 // revision and shared by every VMI. It is safe for concurrent use.
 type Selector struct {
 	plugins PluginSource
+	cel     lazyEnv
 
 	mu       sync.Mutex
 	cached   bool
@@ -63,11 +72,16 @@ func New(opts Options) (*Selector, error) {
 	if opts.Plugins == nil {
 		return nil, errors.New("launcherplugins: Options.Plugins is required")
 	}
-	return &Selector{plugins: opts.Plugins}, nil
+	return &Selector{plugins: opts.Plugins, cel: lazyEnv{env: opts.CEL}}, nil
 }
 
 // LauncherPlugins returns what the launcher of vmi is handed. With the
 // feature gate off it is an empty list (with its own generation).
+//
+// A VMI that requires Plugins (annotation plugin.kubevirt.io/required) is
+// refused its plugins, with a *required.Error naming each required Plugin
+// that is missing, not Ready for its generation, or whose condition does
+// not select the VMI, and why: its launcher must not run without them.
 func (s *Selector) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) (LauncherPlugins, error) {
 	if vmi == nil {
 		return LauncherPlugins{}, errors.New("launcher plugins: no VMI given")
@@ -75,6 +89,10 @@ func (s *Selector) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) (Laun
 	snap, err := s.plugins.Snapshot()
 	if err != nil {
 		return LauncherPlugins{}, fmt.Errorf("launcher plugins for VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
+	}
+	// Conditions are bounded by the CEL cost limit; nothing to cancel.
+	if err := requirement.Check(context.Background(), vmi, snap, s.cel.eval); err != nil {
+		return LauncherPlugins{}, fmt.Errorf("launcher plugins refused: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

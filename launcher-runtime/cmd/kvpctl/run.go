@@ -51,6 +51,10 @@ func commands() map[string]command {
 			synopsis: conformanceSynopsis,
 			run:      runConformance,
 		},
+		"required": {
+			synopsis: requiredSynopsis,
+			run:      runRequired,
+		},
 		"condition": {
 			synopsis: "condition --expression EXPR --vmi FILE  evaluate a Plugin condition",
 			run:      runCondition,

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
@@ -23,6 +24,10 @@ type Validator struct {
 	// CEL is the environment the launcher and the handler compile
 	// expressions with; its cost limit applies. Required.
 	CEL *celenv.Env
+	// Reader lists the VMIs and VirtualMachines that require a Plugin
+	// being deleted, to warn about them. Default: the manager's API
+	// reader (no cache).
+	Reader client.Reader
 }
 
 var _ admission.Validator[*pluginv1alpha1.Plugin] = (*Validator)(nil)
@@ -32,6 +37,9 @@ var _ admission.Validator[*pluginv1alpha1.Plugin] = (*Validator)(nil)
 func (v *Validator) SetupWebhookWithManager(mgr ctrl.Manager) error {
 	if v.CEL == nil {
 		return fmt.Errorf("plugin webhook: a CEL environment is required")
+	}
+	if v.Reader == nil {
+		v.Reader = mgr.GetAPIReader()
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &pluginv1alpha1.Plugin{}).
 		WithValidator(v).
@@ -55,9 +63,14 @@ func (v *Validator) ValidateUpdate(_ context.Context, old, p *pluginv1alpha1.Plu
 	return nil, v.validate(p)
 }
 
-// ValidateDelete allows every deletion.
-func (v *Validator) ValidateDelete(context.Context, *pluginv1alpha1.Plugin) (admission.Warnings, error) {
-	return nil, nil
+// ValidateDelete allows every deletion, with a warning naming the VMIs and
+// VirtualMachines that require the Plugin (annotation
+// plugin.kubevirt.io/required): they will not start without it.
+func (v *Validator) ValidateDelete(ctx context.Context, p *pluginv1alpha1.Plugin) (admission.Warnings, error) {
+	if v.Reader == nil {
+		return nil, nil
+	}
+	return requiredByWarnings(ctx, v.Reader, p.Name), nil
 }
 
 func (v *Validator) validate(p *pluginv1alpha1.Plugin) error {
