@@ -228,7 +228,7 @@ func (s *scenario) killSidecar(ctx context.Context) error {
 		}
 	}
 	if id == "" {
-		return fmt.Errorf("Pod %s has no running smbios-watchdog container", pod.Name)
+		return fmt.Errorf("launcher Pod %s has no running smbios-watchdog container", pod.Name)
 	}
 	if _, err := s.onNode(ctx, node, "ctr", "--namespace=k8s.io", "task", "kill", "--signal", "SIGKILL", id); err != nil {
 		return err

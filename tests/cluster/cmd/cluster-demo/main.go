@@ -20,7 +20,7 @@ func main() {
 	logPath := flag.String("log", "", "write the scripts', kubectl's and the components' output to this file")
 	keep := flag.Bool("keep", false, "leave the cluster running at the end")
 	flag.Parse()
-	var log io.Writer = io.Discard
+	log := io.Discard
 	if *logPath != "" {
 		f, err := os.Create(*logPath)
 		if err != nil {

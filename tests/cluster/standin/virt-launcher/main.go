@@ -161,7 +161,7 @@ func startLibvirtd(ctx context.Context, log logr.Logger) (*exec.Cmd, *libvirt.Co
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			_ = daemon.Process.Kill()
-			return nil, nil, fmt.Errorf("libvirtd did not answer within 2m: %v", err)
+			return nil, nil, fmt.Errorf("libvirtd did not answer within 2m: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -298,8 +298,10 @@ func (l *launcher) stop(ctx context.Context, req *cmdsock.Request) (*cmdsock.Ans
 			err = dom.Destroy()
 			_ = dom.Free()
 		}
+		// A domain already gone or not running is stopped.
 		var lverr libvirt.Error
-		if err != nil && !(errors.As(err, &lverr) && (lverr.Code == libvirt.ERR_NO_DOMAIN || lverr.Code == libvirt.ERR_OPERATION_INVALID)) {
+		gone := errors.As(err, &lverr) && (lverr.Code == libvirt.ERR_NO_DOMAIN || lverr.Code == libvirt.ERR_OPERATION_INVALID)
+		if err != nil && !gone {
 			return nil, err
 		}
 		l.log.Info("domain stopped", "domain", l.domain)
@@ -354,7 +356,7 @@ func makeNoCloudISO(vmi *kubevirtv1.VirtualMachineInstance) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer w.Cleanup()
+	defer func() { _ = w.Cleanup() }()
 	files := map[string]string{
 		"user-data":      "#cloud-config\nhostname: " + vmi.Name + "\n",
 		"meta-data":      "instance-id: " + string(vmi.UID) + "\nlocal-hostname: " + vmi.Name + "\n",
