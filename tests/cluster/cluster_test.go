@@ -6,24 +6,8 @@ import (
 	"testing"
 
 	"github.com/kubevirt-plugins/framework/tests/cluster"
+	"github.com/kubevirt-plugins/framework/tests/framework/transcript"
 )
-
-// testWriter sends whole lines to t.Log.
-type testWriter struct {
-	t   *testing.T
-	buf strings.Builder
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.buf.Write(p)
-	s := w.buf.String()
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		w.t.Log(s[:i])
-		w.buf.Reset()
-		w.buf.WriteString(s[i+1:])
-	}
-	return len(p), nil
-}
 
 // TestClusterScenario runs the real-cluster scenario: a kind cluster built
 // here, deploy/ and the samples applied with kubectl, a VM booted,
@@ -35,7 +19,7 @@ func TestClusterScenario(t *testing.T) {
 		t.Skip("set KVP_CLUSTER=1 to run the real-cluster scenario (make test does)")
 	}
 	var logs strings.Builder
-	res := cluster.Run(t.Context(), cluster.Options{Out: &testWriter{t: t}, Log: &logs})
+	res := cluster.Run(t.Context(), cluster.Options{Out: transcript.TestLog(t), Log: &logs})
 	if res.Passed() {
 		return
 	}

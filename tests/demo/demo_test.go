@@ -5,31 +5,15 @@ import (
 	"testing"
 
 	"github.com/kubevirt-plugins/framework/tests/demo"
+	"github.com/kubevirt-plugins/framework/tests/framework/transcript"
 )
-
-// testWriter sends whole lines to t.Log.
-type testWriter struct {
-	t   *testing.T
-	buf strings.Builder
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.buf.Write(p)
-	s := w.buf.String()
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		w.t.Log(s[:i])
-		w.buf.Reset()
-		w.buf.WriteString(s[i+1:])
-	}
-	return len(p), nil
-}
 
 // TestDemoScenario runs the `make demo` scenario headless: the whole system
 // on one machine, every step checked. It fails when any check fails; the
 // logs of the processes and containers are printed then.
 func TestDemoScenario(t *testing.T) {
 	var logs strings.Builder
-	res := demo.Run(t.Context(), demo.Options{Out: &testWriter{t: t}, Log: &logs})
+	res := demo.Run(t.Context(), demo.Options{Out: transcript.TestLog(t), Log: &logs})
 	if res.Passed() {
 		return
 	}

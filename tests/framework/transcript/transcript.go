@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -205,4 +206,24 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestLog is a writer that sends whole lines to t.Log, for a scenario
+// run as a test.
+func TestLog(t testing.TB) io.Writer { return &testWriter{t: t} }
+
+type testWriter struct {
+	t   testing.TB
+	buf strings.Builder
+}
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	s := w.buf.String()
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		w.t.Log(s[:i])
+		w.buf.Reset()
+		w.buf.WriteString(s[i+1:])
+	}
+	return len(p), nil
 }
