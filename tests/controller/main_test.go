@@ -113,7 +113,8 @@ func startManager(ctx context.Context, wg *sync.WaitGroup) error {
 	if err != nil {
 		return err
 	}
-	mapGate = &discoveryGate{real: dc, hidden: "MutatingAdmissionPolicy"}
+	mapGate = &discoveryGate{real: dc, kind: "MutatingAdmissionPolicy"}
+	mapGate.close()
 	if err := (&pluginreconciler.Reconciler{
 		CEL: env, Discovery: mapGate, RediscoveryInterval: rediscoveryInterval,
 	}).SetupWithManager(ctx, mgr); err != nil {
@@ -154,6 +155,7 @@ var mapGate *discoveryGate
 // the hidden kind while it is closed, and counts the questions.
 type discoveryGate struct {
 	real   pluginreconciler.ResourceDiscovery
+	kind   string
 	mu     sync.Mutex
 	hidden string
 	asked  int
@@ -163,6 +165,13 @@ func (g *discoveryGate) open() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.hidden = ""
+}
+
+// close hides the kind again.
+func (g *discoveryGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hidden = g.kind
 }
 
 // timesAsked is how many discoveries have begun.

@@ -135,7 +135,9 @@ func TestMetricsAreServedOverHTTPSOnlyToTokensAuthorizedForThem(t *testing.T) {
 	for _, bc := range cases {
 		t.Run(bc.binary, func(t *testing.T) {
 			rb := bc.start(t)
-			applyManifest(t, strings.Split(bc.manifest, "/")...)
+			for _, o := range applyManifest(t, strings.Split(bc.manifest, "/")...) {
+				deleteAfter(t, o) // go test -count creates it again
+			}
 			reader := serviceAccountToken(t, bc.binary+"-scraper")
 			bindMetricsReader(t, bc.readerRole, bc.binary+"-scraper")
 			stranger := serviceAccountToken(t, "metrics-stranger")
