@@ -15,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/launcherplugins"
 	"github.com/kubevirt-plugins/framework/tests/coldstart/internal/probe"
@@ -47,11 +48,12 @@ var coldCases = []coldCase{
 	{"launcher, no Plugin", "framework", "launcher", "none"},
 	{"launcher, first CEL hook", "framework", "launcher", "hook"},
 	{"launcher, first CEL hook and a plugin condition", "framework", "launcher", "conditional"},
+	{"launcher, first CEL hook, text only (an older virt-handler)", "framework", "launcher", "hook-text"},
 	{"handler, no node hook selects the VMI", "framework", "handler", "store"},
-	{"upstream, first CEL hook", "upstream", "hook", "hook"},
-	{"upstream, first CEL hook and a plugin condition", "upstream", "hook", "conditional"},
-	{"upstream, environment alone", "upstream", "env", "hook"},
-	{"cel-go, bare environment, x + 1 > 2", "upstream", "bare", "hook"},
+	{"upstream, first CEL hook", "upstream", "hook", "hook-text"},
+	{"upstream, first CEL hook and a plugin condition", "upstream", "hook", "conditional-text"},
+	{"upstream, environment alone", "upstream", "env", "hook-text"},
+	{"cel-go, bare environment, x + 1 > 2", "upstream", "bare", "hook-text"},
 }
 
 // BenchmarkColdStart runs each case in a fresh process, COLDSTART_ROUNDS
@@ -127,8 +129,10 @@ func BenchmarkColdStart(b *testing.B) {
 }
 
 // writePluginFiles writes what the drivers are handed: the plugins as this
-// project's virt-handler encodes them for a launcher (none, one Plugin with
-// the CEL hook, the same Plugin with a condition), and the Plugins a
+// project's virt-handler hands them to a launcher, the checked forms of
+// their expressions included (none, one Plugin with the CEL hook, the same
+// Plugin with a condition), the same without checked forms (as an older
+// virt-handler, and for the upstream-shaped driver), and the Plugins a
 // virt-handler's store holds (the CEL hook's and one with a node hook at
 // another hook point than the one dispatched).
 func writePluginFiles(b *testing.B, dir string) map[string]string {
@@ -154,12 +158,21 @@ func writePluginFiles(b *testing.B, dir string) map[string]string {
 	}
 	conditional := hook.DeepCopy()
 	conditional.Spec.Condition = hookCondition
+	env, err := celenv.New(celenv.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for key, plugins := range map[string][]*pluginv1alpha1.Plugin{"none": nil, "hook": {hook}, "conditional": {conditional}} {
-		lp, err := launcherplugins.Encode(plugins)
+		checked, err := launcherplugins.EncodeChecked(plugins, env)
 		if err != nil {
 			b.Fatal(err)
 		}
-		write(key, lp.Data)
+		write(key, checked.Data)
+		text, err := launcherplugins.Encode(plugins)
+		if err != nil {
+			b.Fatal(err)
+		}
+		write(key+"-text", text.Data)
 	}
 	stored, err := json.Marshal(pluginv1alpha1.PluginList{Items: []pluginv1alpha1.Plugin{*hook, *recorder}})
 	if err != nil {

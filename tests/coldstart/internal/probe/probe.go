@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,8 +42,11 @@ type Result struct {
 // Run measures work, once, and prints the Result; it exits with status 1
 // when work fails.
 func Run(name string, work func() error) {
-	// Read the status file and the CPU time once before measuring, so that
-	// the code reading them is paged in on both sides of the work.
+	// Finish the garbage collection that loading the inputs started, so that
+	// its work and its pages do not land in the measurement; then read the
+	// status file and the CPU time once, so that the code reading them is
+	// paged in on both sides of the work.
+	runtime.GC()
 	if _, err := rssKiB(); err != nil {
 		fail(err)
 	}
