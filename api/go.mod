@@ -6,6 +6,8 @@ require (
 	github.com/google/cel-go v0.31.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/tools v0.51.0
+	google.golang.org/genproto/googleapis/api v0.0.0-20261019180522-ce908d29299b
+	google.golang.org/protobuf v1.36.12
 	k8s.io/apimachinery v0.36.3
 	kubevirt.io/api v1.9.0
 	libvirt.org/go/libvirtxml v1.12008.0
@@ -28,9 +30,7 @@ require (
 	golang.org/x/exp v0.0.0-20251219203646-944ab1f22d93 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	google.golang.org/genproto/googleapis/api v0.0.0-20261019180522-ce908d29299b // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261104224025-d1e00e9f33ab // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.36.3 // indirect
 	k8s.io/apiextensions-apiserver v0.36.3 // indirect

@@ -119,7 +119,9 @@ func (g *goTypes) isPointerScalarField(t *types.Type, field string) bool {
 	if t == nil || t.Kind() != types.StructKind {
 		return false
 	}
-	for _, gt := range g.known(t.TypeName()) {
+	// named, not known: a checked expression from another process is planned
+	// without the checker having met its types here.
+	for _, gt := range g.named(t.TypeName()) {
 		sf, ok := gt.FieldByName(field)
 		if !ok {
 			continue

@@ -75,6 +75,23 @@ func (c *programCache) get(key cacheKey, build func() (any, error)) (any, error)
 	return entry.val, entry.err
 }
 
+// lookup returns the result cached for key, if there is one, waiting for
+// a compilation of it in progress.
+func (c *programCache) lookup(key cacheKey) (val any, err error, ok bool) {
+	c.mu.Lock()
+	el, ok := c.items[key]
+	if ok {
+		c.order.MoveToFront(el)
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil, nil, false
+	}
+	entry := el.Value.(*cacheEntry)
+	<-entry.done
+	return entry.val, entry.err, true
+}
+
 // len returns the number of entries held.
 func (c *programCache) len() int {
 	c.mu.Lock()

@@ -18,12 +18,7 @@ type Condition struct {
 // A bad expression yields a *CompileError.
 func (e *Env) Condition(expr string) (*Condition, error) {
 	v, err := e.cache.get(cacheKey{kind: kindCondition, expr: expr}, func() (any, error) {
-		c, err := e.compile(kindCondition, expr, func(out *types.Type) string {
-			if out.IsExactType(types.BoolType) {
-				return ""
-			}
-			return fmt.Sprintf("a condition must evaluate to bool, this one evaluates to %s", out)
-		})
+		c, err := e.compile(kindCondition, expr)
 		if err != nil {
 			return nil, err
 		}

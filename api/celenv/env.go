@@ -64,8 +64,10 @@ type Env struct {
 	cache      *programCache
 
 	// compilations counts the compilations run, so that tests can tell a
-	// cache hit from a compilation.
-	compilations atomic.Uint64
+	// cache hit from a compilation; plannedFromChecked the expressions
+	// planned from their checked form.
+	compilations       atomic.Uint64
+	plannedFromChecked atomic.Uint64
 }
 
 // lazyEnv is a CEL environment built on first use.
@@ -149,6 +151,18 @@ func (e *Env) env(kind exprKind) (*cel.Env, *goTypes, error) {
 	return e.conditions.get()
 }
 
+// resultProblem says what is wrong with the result type of an expression of
+// kind, "" when nothing is.
+func (e *Env) resultProblem(kind exprKind, out *types.Type) string {
+	switch {
+	case kind == kindCondition && !out.IsExactType(types.BoolType):
+		return fmt.Sprintf("a condition must evaluate to bool, this one evaluates to %s", out)
+	case kind == kindTransform && !out.IsExactType(e.domainCEL):
+		return fmt.Sprintf("a GuestDefinition expression must return a Domain{...} (%s), this one returns %s", e.domainCEL, out)
+	}
+	return ""
+}
+
 // compiled is what both kinds of expression hold.
 type compiled struct {
 	expr    string
@@ -163,9 +177,8 @@ type compiled struct {
 }
 
 // compile parses, checks, verifies the result type, estimates the cost and
-// plans the program. resultCheck returns a message when the result type is
-// wrong.
-func (e *Env) compile(kind exprKind, expr string, resultCheck func(*types.Type) string) (*compiled, error) {
+// plans the program.
+func (e *Env) compile(kind exprKind, expr string) (*compiled, error) {
 	e.compilations.Add(1)
 	env, g, err := e.env(kind)
 	if err != nil {
@@ -179,7 +192,13 @@ func (e *Env) compile(kind exprKind, expr string, resultCheck func(*types.Type) 
 	if iss.Err() != nil {
 		return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: iss.Err().Error()}
 	}
-	if msg := resultCheck(checked.OutputType()); msg != "" {
+	return e.plan(kind, env, g, expr, checked)
+}
+
+// plan verifies the result type of a checked expression, estimates its
+// cost and plans the program.
+func (e *Env) plan(kind exprKind, env *cel.Env, g *goTypes, expr string, checked *cel.Ast) (*compiled, error) {
+	if msg := e.resultProblem(kind, checked.OutputType()); msg != "" {
 		return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: msg}
 	}
 	est, err := env.EstimateCost(checked, sizeEstimator{})

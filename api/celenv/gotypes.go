@@ -224,13 +224,22 @@ func (g *goTypes) known(name string) []reflect.Type {
 }
 
 func (g *goTypes) knownLocked(pkg, typeName string) []reflect.Type {
-	var out []reflect.Type
-	for _, t := range g.byGoName[typeName] {
-		if pkgName(t.PkgPath()) == pkg {
-			out = append(out, t)
+	ts := g.byGoName[typeName]
+	for i, t := range ts {
+		if pkgName(t.PkgPath()) != pkg {
+			// Types of another package carry the Go name: copy the others.
+			out := slices.Clone(ts[:i])
+			for _, t := range ts[i+1:] {
+				if pkgName(t.PkgPath()) == pkg {
+					out = append(out, t)
+				}
+			}
+			return out
 		}
 	}
-	return out
+	// Most often every type of that Go name is of the package asked for:
+	// the slice is returned as it is, and only ever appended to.
+	return ts
 }
 
 // named returns the Go types of the graph known to carry the CEL type name,

@@ -2,10 +2,7 @@ package celenv
 
 import (
 	"context"
-	"fmt"
 	"reflect"
-
-	"github.com/google/cel-go/common/types"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
@@ -24,7 +21,7 @@ type DomainTransform struct {
 // yields a *CompileError.
 func (e *Env) DomainTransform(expr string) (*DomainTransform, error) {
 	v, err := e.cache.get(cacheKey{kind: kindTransform, expr: expr}, func() (any, error) {
-		c, err := e.compileTransform(expr)
+		c, err := e.compile(kindTransform, expr)
 		if err != nil {
 			return nil, err
 		}
@@ -66,16 +63,3 @@ func (t *DomainTransform) Apply(ctx context.Context, vmi *kubevirtv1.VirtualMach
 // EstimatedCost returns the cost range estimated when the expression was
 // compiled.
 func (t *DomainTransform) EstimatedCost() CostEstimate { return t.c.cost }
-
-// compileTransform compiles a GuestDefinition expression: the expression must
-// return a Domain, and its carried reads of attributes are marked
-// (markCarriedReads) before it is planned.
-func (e *Env) compileTransform(expr string) (*compiled, error) {
-	return e.compile(kindTransform, expr, func(out *types.Type) string {
-		if out.IsExactType(e.domainCEL) {
-			return ""
-		}
-		return fmt.Sprintf("a GuestDefinition expression must return a Domain{...} (%s), this one returns %s",
-			e.domainCEL, out)
-	})
-}

@@ -31,7 +31,9 @@ var _ PluginSource = (*store.Store)(nil)
 type LauncherPlugins struct {
 	// Data is a JSON PluginList of the Plugins with launcher hooks, sorted
 	// by name, each with only what the launcher runs: its name, its
-	// metadata.generation and its spec. Status, resourceVersion, labels,
+	// metadata.generation, its spec, and the checked forms of its CEL
+	// expressions in the annotation pluginv1alpha1.CheckedCELAnnotation
+	// (see EncodeChecked). Status, resourceVersion, labels, the stored
 	// annotations and the rest of the metadata are left out, so that a
 	// status write or a metadata edit does not change Data. Decode reads
 	// it back. It is shared by every caller of one revision and must not
@@ -47,10 +49,11 @@ type LauncherPlugins struct {
 type Options struct {
 	// Plugins is where the Plugins come from. Required.
 	Plugins PluginSource
-	// CEL evaluates the conditions of the Plugins a VMI requires
-	// (annotation plugin.kubevirt.io/required). Default: an environment
-	// with celenv's defaults, built the first time a required Plugin has a
-	// condition.
+	// CEL compiles the Plugins' expressions whose checked forms launchers
+	// are handed, and evaluates the conditions of the Plugins a VMI
+	// requires (annotation plugin.kubevirt.io/required); share the
+	// dispatcher's. Default: celenv.New with its
+	// defaults.
 	CEL *celenv.Env
 }
 
@@ -58,7 +61,7 @@ type Options struct {
 // revision and shared by every VMI. It is safe for concurrent use.
 type Selector struct {
 	plugins PluginSource
-	cel     lazyEnv
+	cel     *celenv.Env
 
 	mu       sync.Mutex
 	cached   bool
@@ -72,7 +75,14 @@ func New(opts Options) (*Selector, error) {
 	if opts.Plugins == nil {
 		return nil, errors.New("launcherplugins: Options.Plugins is required")
 	}
-	return &Selector{plugins: opts.Plugins, cel: lazyEnv{env: opts.CEL}}, nil
+	if opts.CEL == nil {
+		env, err := celenv.New(celenv.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("launcherplugins: %w", err)
+		}
+		opts.CEL = env
+	}
+	return &Selector{plugins: opts.Plugins, cel: opts.CEL}, nil
 }
 
 // LauncherPlugins returns what the launcher of vmi is handed. With the
@@ -91,7 +101,7 @@ func (s *Selector) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) (Laun
 		return LauncherPlugins{}, fmt.Errorf("launcher plugins for VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}
 	// Conditions are bounded by the CEL cost limit; nothing to cancel.
-	if err := requirement.Check(context.Background(), vmi, snap, s.cel.eval); err != nil {
+	if err := requirement.Check(context.Background(), vmi, snap, s.evalCondition); err != nil {
 		return LauncherPlugins{}, fmt.Errorf("launcher plugins refused: %w", err)
 	}
 	s.mu.Lock()
@@ -99,7 +109,7 @@ func (s *Selector) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) (Laun
 	if s.cached && s.revision == snap.Revision && s.enabled == snap.Enabled {
 		return s.result, nil
 	}
-	result, err := Encode(snap.Plugins)
+	result, err := EncodeChecked(snap.Plugins, s.cel)
 	if err != nil {
 		return LauncherPlugins{}, fmt.Errorf("launcher plugins for VMI %s/%s: %w", vmi.Namespace, vmi.Name, err)
 	}
@@ -108,8 +118,20 @@ func (s *Selector) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) (Laun
 }
 
 // Encode serializes those of plugins that have launcher hooks, sorted by
-// name, each reduced to its name, generation and spec.
+// name, each reduced to its name, generation and spec, without checked
+// forms: the launcher compiles the expressions' text.
 func Encode(plugins []*pluginv1alpha1.Plugin) (LauncherPlugins, error) {
+	return EncodeChecked(plugins, nil)
+}
+
+// EncodeChecked is Encode with, on each Plugin, the checked forms of those
+// of its expressions env compiles (conditions, node hook conditions
+// included, and GuestDefinition expressions), a JSON celenv.CheckedSet in
+// the annotation pluginv1alpha1.CheckedCELAnnotation: the launcher plans
+// them without parsing (see launcher-runtime's pipeline.New). An expression
+// that does not compile gets none; the launcher compiles its text and
+// reports the problem. A nil env adds none.
+func EncodeChecked(plugins []*pluginv1alpha1.Plugin, env *celenv.Env) (LauncherPlugins, error) {
 	list := pluginv1alpha1.PluginList{
 		TypeMeta: metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "PluginList"},
 		Items:    []pluginv1alpha1.Plugin{},
@@ -119,10 +141,20 @@ func Encode(plugins []*pluginv1alpha1.Plugin) (LauncherPlugins, error) {
 		if len(p.Spec.LauncherHooks) == 0 {
 			continue
 		}
+		meta := metav1.ObjectMeta{Name: p.Name, Generation: p.Generation}
+		if env != nil {
+			checked, err := checkedSet(p, env)
+			if err != nil {
+				return LauncherPlugins{}, fmt.Errorf("encoding plugin %s: %w", p.Name, err)
+			}
+			if checked != "" {
+				meta.Annotations = map[string]string{pluginv1alpha1.CheckedCELAnnotation: checked}
+			}
+		}
 		// The spec is shared with the snapshot; marshaling only reads it.
 		list.Items = append(list.Items, pluginv1alpha1.Plugin{
 			TypeMeta:   metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "Plugin"},
-			ObjectMeta: metav1.ObjectMeta{Name: p.Name, Generation: p.Generation},
+			ObjectMeta: meta,
 			Spec:       p.Spec,
 		})
 	}
@@ -132,6 +164,40 @@ func Encode(plugins []*pluginv1alpha1.Plugin) (LauncherPlugins, error) {
 	}
 	sum := sha256.Sum256(data)
 	return LauncherPlugins{Data: data, Generation: hex.EncodeToString(sum[:])}, nil
+}
+
+// checkedSet returns the checked forms of the expressions of p that env
+// compiles, as JSON; "" when there are none.
+func checkedSet(p *pluginv1alpha1.Plugin, env *celenv.Env) (string, error) {
+	var set celenv.CheckedSet
+	add := func(m *map[string][]byte, expr string, check func(string) ([]byte, error)) {
+		if expr == "" {
+			return
+		}
+		checked, err := check(expr)
+		if err != nil {
+			return // the launcher compiles the text and reports why
+		}
+		if *m == nil {
+			*m = map[string][]byte{}
+		}
+		(*m)[expr] = checked
+	}
+	add(&set.Conditions, p.Spec.Condition, env.CheckedCondition)
+	for _, h := range p.Spec.LauncherHooks {
+		add(&set.Conditions, h.Condition, env.CheckedCondition)
+		if h.CEL != nil {
+			add(&set.Transforms, h.CEL.Expression, env.CheckedDomainTransform)
+		}
+	}
+	for _, h := range p.Spec.NodeHooks {
+		add(&set.Conditions, h.Condition, env.CheckedCondition)
+	}
+	if set.Conditions == nil && set.Transforms == nil {
+		return "", nil
+	}
+	data, err := json.Marshal(set)
+	return string(data), err
 }
 
 // Decode reads Data back into Plugins, for the launcher side.

@@ -48,18 +48,7 @@ func TestLaunchersReceiveOnlyPluginsWithLauncherHooksSortedWithoutManagedFields(
 	src := &source{snap: store.Snapshot{Enabled: true, Revision: 1, Plugins: []*pluginv1alpha1.Plugin{
 		withLauncherHook("zulu"), nodeOnly("mike"), withLauncherHook("alpha"),
 	}}}
-	s, err := New(Options{Plugins: src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.LauncherPlugins(vmi)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plugins, err := Decode(got.Data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, got, plugins := handOver(t, src)
 	if len(plugins) != 2 || plugins[0].Name != "alpha" || plugins[1].Name != "zulu" {
 		t.Fatalf("decoded %d plugins, want alpha then zulu: %s", len(plugins), got.Data)
 	}

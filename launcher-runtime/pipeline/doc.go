@@ -16,6 +16,14 @@
 // (it is logged, see below). Cancelling the context fails the call
 // whatever the strategy.
 //
+// virt-handler hands each Plugin over with the checked forms of its CEL
+// expressions (handler-runtime's launcherplugins); New plans them without
+// parsing, which spares a launcher most of what its first expression would
+// cost it, and compiles the text of a Plugin handed over without them (an
+// older virt-handler, kvpctl). New logs one line saying how many
+// expressions it planned from their checked form and how many it compiled
+// from their text. A launcher handed no Plugin builds no CEL environment.
+//
 // CEL hooks (GuestDefinition only) merge their Domain{...} into the domain
 // inline. Sidecar hooks are gRPC calls over the Unix socket the plugin
 // declares under /var/run/kubevirt-plugin/<plugin>/ (Options.SocketRoot),

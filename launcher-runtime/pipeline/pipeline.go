@@ -80,6 +80,7 @@ func New(plugins []pluginv1alpha1.Plugin, opts Options) (*Pipeline, error) {
 		return nil, err
 	}
 	p := &Pipeline{opts: opts, log: opts.Logger, root: sockets.NewRoot(opts.SocketRoot)}
+	planChecked(plugins, compiler, p.log)
 	var problems []error
 	seen := map[string]bool{}
 	for i := range plugins {

@@ -85,6 +85,12 @@ const (
 	// EphemeralDiskDir is where the compute container keeps ephemeral disks
 	// and boot artifacts; PreBoot sidecars mount it at the same path.
 	EphemeralDiskDir = "/var/run/kubevirt-ephemeral-disks"
+	// CheckedCELAnnotation is set by virt-handler on the copy of a Plugin
+	// it hands a launcher (never on the stored object): the checked forms
+	// of the Plugin's expressions, a JSON celenv.CheckedSet, so that the
+	// launcher plans them without parsing. A launcher handed a Plugin
+	// without it (an older virt-handler, kvpctl) compiles the text.
+	CheckedCELAnnotation = "launcher.plugin.kubevirt.io/checked-cel"
 )
 
 // Plugin extends KubeVirt with launcher hooks, node hooks and references to

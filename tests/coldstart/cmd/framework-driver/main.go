@@ -60,8 +60,9 @@ func launcher(ctx context.Context, in probe.Inputs) error {
 	if err != nil {
 		return err
 	}
-	if out == nil {
-		return errors.New("no domain")
+	// Every plugins file of the benchmark holds the CPU mode hook.
+	if len(plugins) > 0 && (out.CPU == nil || out.CPU.Mode != "host-passthrough") {
+		return errors.New("the CEL hook did not set the CPU mode")
 	}
 	return p.PreBoot(ctx, in.VMI, pipeline.Artifacts{})
 }

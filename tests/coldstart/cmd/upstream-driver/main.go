@@ -10,6 +10,9 @@
 //     *v1.VirtualMachineInstance, container libvirtxml, then extended with
 //     a type provider whose struct literals are sparse (the fields they
 //     name) and the variables vmi and domainSpec;
+//   - per plugin condition: compile it, check that it is a bool, plan it
+//     with a cost limit of 10,000,000 and evaluate it with a map of the
+//     variables;
 //   - per hook: compile the expression (parse and check), plan it with a
 //     cost limit of 10,000,000, evaluate it with a map of the variables,
 //     copy the domain through XML (marshal, unmarshal) and merge the
@@ -17,7 +20,7 @@
 //
 // Usage, with the inputs of framework-driver:
 //
-//	upstream-driver hook DOMAIN.xml VMI.yaml PLUGINS.json   decode the plugins, build the environment, run each CEL hook
+//	upstream-driver hook DOMAIN.xml VMI.yaml PLUGINS.json   decode the plugins, build the environment, run each CEL hook whose plugin's condition holds
 //	upstream-driver env DOMAIN.xml VMI.yaml PLUGINS.json    build the environment alone
 //	upstream-driver bare DOMAIN.xml VMI.yaml PLUGINS.json   a bare cel-go environment: compile and evaluate x + 1 > 2
 package main
@@ -72,6 +75,15 @@ func hooks(in probe.Inputs) error {
 	}
 	domain := in.Domain
 	for _, p := range list.Items {
+		if p.Spec.Condition != "" {
+			holds, err := ev.holds(p.Spec.Condition, in.VMI, domain)
+			if err != nil {
+				return fmt.Errorf("plugin %s: %w", p.Name, err)
+			}
+			if !holds {
+				continue
+			}
+		}
 		for _, h := range p.Spec.LauncherHooks {
 			if h.CEL == nil {
 				continue
@@ -106,6 +118,30 @@ func newEvaluator() (*evaluator, error) {
 		return nil, err
 	}
 	return &evaluator{env: env}, nil
+}
+
+// holds compiles, plans and evaluates the condition expr.
+func (e *evaluator) holds(expr string, vmi *kubevirtv1.VirtualMachineInstance, domain *libvirtxml.Domain) (bool, error) {
+	checked, iss := e.env.Compile(expr)
+	if iss.Err() != nil {
+		return false, iss.Err()
+	}
+	if checked.OutputType() != cel.BoolType {
+		return false, fmt.Errorf("condition of type %s, not bool", checked.OutputType())
+	}
+	prg, err := e.env.Program(checked, cel.CostLimit(costLimit))
+	if err != nil {
+		return false, err
+	}
+	out, _, err := prg.Eval(map[string]any{"vmi": vmi, "domainSpec": domain})
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("condition gave %v, not a bool", out)
+	}
+	return b, nil
 }
 
 // mutate compiles, plans and evaluates expr, and merges its result into an

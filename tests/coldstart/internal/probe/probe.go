@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -26,6 +28,10 @@ type Result struct {
 	Case string `json:"case"`
 	// WallNS is the wall time of the work, in nanoseconds.
 	WallNS int64 `json:"wallNS"`
+	// CPUNS is the CPU time (user and system, every thread of the process)
+	// the work took, in nanoseconds: on a shared machine it moves less
+	// than the wall time, which counts the time other processes ran.
+	CPUNS int64 `json:"cpuNS"`
 	// RSSGrowthKiB is VmRSS after the work minus VmRSS before it.
 	RSSGrowthKiB int64 `json:"rssGrowthKiB"`
 	// RSSBeforeKiB is VmRSS before the work: the process with its inputs
@@ -36,25 +42,31 @@ type Result struct {
 // Run measures work, once, and prints the Result; it exits with status 1
 // when work fails.
 func Run(name string, work func() error) {
-	// Read the status file once before measuring, so that the reading
-	// itself is paged in on both sides of the work.
+	// Finish the garbage collection that loading the inputs started, so that
+	// its work and its pages do not land in the measurement; then read the
+	// status file and the CPU time once, so that the code reading them is
+	// paged in on both sides of the work.
+	runtime.GC()
 	if _, err := rssKiB(); err != nil {
 		fail(err)
 	}
+	_ = cpuTime()
 	before, err := rssKiB()
 	if err != nil {
 		fail(err)
 	}
+	cpu0 := cpuTime()
 	start := time.Now()
 	if err := work(); err != nil {
 		fail(fmt.Errorf("%s: %w", name, err))
 	}
 	wall := time.Since(start)
+	cpu := cpuTime() - cpu0
 	after, err := rssKiB()
 	if err != nil {
 		fail(err)
 	}
-	out, err := json.Marshal(Result{Case: name, WallNS: wall.Nanoseconds(), RSSGrowthKiB: after - before, RSSBeforeKiB: before})
+	out, err := json.Marshal(Result{Case: name, WallNS: wall.Nanoseconds(), CPUNS: cpu.Nanoseconds(), RSSGrowthKiB: after - before, RSSBeforeKiB: before})
 	if err != nil {
 		fail(err)
 	}
@@ -64,6 +76,15 @@ func Run(name string, work func() error) {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, err)
 	os.Exit(1)
+}
+
+// cpuTime is the CPU time the process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fail(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rssKiB reads VmRSS, the resident set in KiB: anonymous memory and the
