@@ -206,8 +206,8 @@ func (g *goTypes) searchLocked(pkg string, found func() bool) {
 			return
 		}
 		g.expanded++
-		for i := range t.NumField() {
-			g.learnLocked(t.Field(i).Type)
+		for f := range t.Fields() {
+			g.learnLocked(f.Type)
 		}
 	}
 }
