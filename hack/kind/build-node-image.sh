@@ -130,9 +130,10 @@ offline_images() {
   [ -n "$etcd_tag" ] && [ -n "$coredns_tag" ] || die "kubeadm ${v} named no etcd or CoreDNS image: ${list}"
   ctx=$(mktemp -d)
   log "building etcd v${etcd_tag%-*} and CoreDNS ${coredns_tag} as kubeadm ${v} names them (minutes the first time)"
-  local mod="${cache}/images-src"
+  # A module per version: etcd's modules move together.
+  local mod="${cache}/etcd-src-${etcd_tag}"
   mkdir -p "$mod"
-  (cd "$mod" && [ -f go.mod ] || go mod init kvp.local/kind-images >/dev/null 2>&1)
+  (cd "$mod" && [ -f go.mod ] || go mod init kvp.local/kind-etcd >/dev/null 2>&1)
   (cd "$mod" && go get "go.etcd.io/etcd/server/v3@v${etcd_tag%-*}" >/dev/null 2>&1 &&
     go build -trimpath -ldflags '-s -w' -o "$ctx/etcd" go.etcd.io/etcd/server/v3) ||
     die "could not build etcd v${etcd_tag%-*} from its Go module"
