@@ -179,3 +179,28 @@ func TestRuntimeCostLimitStopsInputsBeyondTheBounds(t *testing.T) {
 		t.Fatalf("5000 disks: want ErrCostLimitExceeded and no domain, got %v, %v", out, err)
 	}
 }
+
+// TestConstantCostExpressionRunsWithoutCounting: an expression without a
+// loop whose cost does not depend on the input always costs what it was
+// admitted with, so it runs without the cost tracker, which took most of a
+// nested field condition's allocations (13 against 2).
+func TestConstantCostExpressionRunsWithoutCounting(t *testing.T) {
+	e := newEnv(t, Options{})
+	c, err := e.Condition(`vmi.Spec.Domain.CPU.Cores > 1u`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est := c.EstimatedCost(); est.Min != est.Max {
+		t.Fatalf("estimate %+v, want a constant one", est)
+	}
+	vmi := loadVMI(t, "testdata/vmi-tuned.yaml")
+	ctx := t.Context()
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := c.Eval(ctx, vmi); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 4 {
+		t.Fatalf("%.0f allocations per evaluation, want at most 4: the cost was counted", allocs)
+	}
+}

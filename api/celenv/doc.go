@@ -116,7 +116,9 @@
 // limit, and accepted expressions report theirs (EstimatedCost) so admission
 // can show it. The same limit bounds every evaluation at run time, whatever
 // the input's size: an evaluation reaching it stops with an error wrapping
-// ErrCostLimitExceeded. Evaluation also stops, with an error wrapping the
+// ErrCostLimitExceeded. (An expression without a comprehension whose
+// estimate does not depend on the input, minimum equal to maximum, always
+// costs what it was admitted with: it runs without counting.) Evaluation also stops, with an error wrapping the
 // context's, when its context ends.
 //
 // # Compile once

@@ -215,10 +215,17 @@ func (e *Env) plan(kind exprKind, env *cel.Env, g *goTypes, expr string, checked
 			Cost: cost,
 		}
 	}
-	opts := []cel.ProgramOption{
-		cel.CostLimit(e.costLimit),
-		cel.InterruptCheckFrequency(interruptCheckFrequency),
-		cel.EvalOptions(cel.OptOptimize),
+	loops := hasComprehension(checked)
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if loops || cost.Min != cost.Max {
+		// The cost depends on the input (a comprehension, a string's
+		// length): count it as the evaluation goes, and look at the
+		// context in loops. An expression without a loop whose cost does
+		// not depend on the input (estimated minimum equal to maximum)
+		// always costs what it was admitted with, within the limit:
+		// counting would only slow it down (three quarters of a nested
+		// field condition's time, 11 of its 13 allocations).
+		opts = append(opts, cel.CostLimit(e.costLimit), cel.InterruptCheckFrequency(interruptCheckFrequency))
 	}
 	if kind == kindTransform {
 		g.markCarriedReads(checked.NativeRep())
@@ -230,7 +237,7 @@ func (e *Env) plan(kind exprKind, env *cel.Env, g *goTypes, expr string, checked
 		// expression literal, for instance).
 		return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: err.Error()}
 	}
-	return &compiled{expr: expr, checked: checked, program: program, cost: cost, limit: e.costLimit, loops: hasComprehension(checked)}, nil
+	return &compiled{expr: expr, checked: checked, program: program, cost: cost, limit: e.costLimit, loops: loops}, nil
 }
 
 // eval runs a compiled program.
