@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every Go benchmark of the project; docs/benchmarks.md reports the
 # figures. BENCH selects benchmarks (default: all), e.g. BENCH=Dispatch.
 set -euo pipefail

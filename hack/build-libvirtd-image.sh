@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libvirtd test image without pulling anything: debootstrap of the
 # Debian release this machine runs, the config from hack/images/libvirtd, then
 # `docker import`. The tag is a hash of the inputs, so a cached image is reused

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the image of a Python sample sidecar, sample-sidecars/NAME/sidecar.py
 # with its generated stubs (hooks/), without pulling anything: a base image
 # of Debian's python3-grpcio and python3-protobuf made with debootstrap and

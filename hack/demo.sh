@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs a demo scenario with its transcript on standard output.
 #
 #   make demo              the real cluster (tests/cluster, docs/cluster.md):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Keeps the workspace's modules on one version of every dependency they
 # share. go.work selects one version for the workspace build, which hides a
 # module whose own go.mod asks for another: built alone (GOWORK=off), or

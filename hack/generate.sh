@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates every generated file from scratch: deepcopy and the CRD from
 # the API types, the hook protos, and whatever module-specific generators
 # the Makefile passes as arguments (make targets, run afterwards).

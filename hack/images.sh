@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds one image per component with the local Docker engine, without
 # pulling anything: plugin-controller, label-syncer and every
 # sample-sidecars/<name>/ that has a Dockerfile. Each image holds one static

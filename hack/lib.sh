@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared helpers for the hack/ scripts. Source it; it defines no state beyond
 # ROOT (the repository root) and BIN (the cache of built tools).
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

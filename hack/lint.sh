@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs golangci-lint (pinned in hack/tools/lint, built by make setup) with
 # the project's .golangci.yml on every workspace module. Extra arguments go
 # to golangci-lint run (--fix, for one).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Releases one module the Go way: tags <dir>/vX.Y.Z on a release commit whose
 # go.mod requires the sibling modules at their newest released tags and has
 # no `replace ../<dir>` lines. main keeps its replaces; the release commit

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Makes sure a Docker engine answers on this machine: installs docker.io when
 # dockerd is missing and starts it in the background when it is not running.
 set -euo pipefail

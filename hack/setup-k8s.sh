@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds kube-apiserver and etcd for envtest from their Go modules into
 # bin/k8s (no download site is reachable). Skips what is already there.
 # The tools module hack/tools/k8s stays out of go.work: its k8s.io

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the pinned tools into bin/: the code generators (hack/tools/gen),
 # buf (hack/tools/buf) and golangci-lint (hack/tools/lint), each named by
 # the tool directives of its module. A tool is rebuilt when its module's

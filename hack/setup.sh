@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs and starts everything the build, the tests and the demo need, on
 # a bare machine: Debian packages, a Docker engine, kube-apiserver and etcd,
 # the code generators, the libvirtd image and the kind node image.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every module's tests: the libraries' unit tests first, then the
 # integration tests in tests/, which use the real API server, Docker and
 # libvirtd that `make setup` provides. Extra arguments go to `go test`.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fails on stale generated code, untidy modules, modules that require
 # different versions of one dependency, unformatted code, vet or
 # golangci-lint findings, or a module that does not build on its own
@@ -38,5 +39,6 @@ for m in api protos; do
   log "cgo-free build: $m"
   (cd "$m" && CGO_ENABLED=0 go build ./...) || fail=1
 done
+hack/license.sh || fail=1
 [ "$fail" -eq 0 ] || die "verify failed"
 log "verify passed"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package samples holds the example plugins of the framework, one directory
 // each: smbios-watchdog (GuestDefinition), cloudinit-network (PreBoot),
 // migration-tuner (PreMigrationSource), node-hook-recorder (node hooks) and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package celenv is the one CEL environment of the framework: the launcher,
 // the handler, the plugin controller and kvpctl compile and evaluate Plugin
 // conditions and GuestDefinition expressions through it, so an expression

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package socketpath checks a Unix socket path of the plugin contract
 // before it is dialed, and dials it. The launcher runtime (sidecar sockets
 // under /var/run/kubevirt-plugin), the handler runtime (node hook sockets

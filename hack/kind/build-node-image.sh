@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds a kind node image for one Kubernetes version with nothing fetched
 # from a registry or a download site: the root filesystem from Debian's
 # packages (systemd, containerd, runc, the CNI plugins, iptables), every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the root filesystem of the kind node image (build-node-image.sh)
 # and prints its image name: Debian's packages for what a kind node runs
 # (systemd, containerd, runc, iptables, the CNI plugins), kind's node files

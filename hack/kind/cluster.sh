@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The local kind cluster the real-cluster demo and tests run on: three
 # nodes (a control plane and two workers) from the node image
 # build-node-image.sh makes here, with nothing fetched from a registry.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Installed as /usr/local/bin/ctr in the node base image, in front of
 # Debian's /usr/bin/ctr. `kind build node-image` runs
 # `ctr --namespace=k8s.io content fetch ... IMAGE` for every image it did not

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Put first on PATH while kind runs (hack/kind/cluster.sh does). kind starts
 # its node containers with `docker run --privileged`, which fails on machines
 # whose capability bounding set lacks CAP_SYS_RESOURCE ("unable to apply

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The node container's entrypoint, in front of kind's own (entrypoint.kind).
 # Without --privileged (see docker-wrapper.sh) Docker mounts /sys and the
 # cgroup hierarchies read-only; kubelet and containerd need to write them.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the images of the virt-handler and virt-launcher stand-ins of the
 # real-cluster test (tests/cluster/standin), without pulling anything:
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Versions of the local kind clusters (hack/kind). Source it.
 # kind, from its Go module.
 KIND_VERSION=v0.33.0

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package dispatch calls node hooks: at each VM lifecycle event virt-handler
 // reports (PreVMStart, PostVMStart, OnVMStop, PostVMStop, PreMigrationSource,
 // PreMigrationTarget, PostMigrationTarget), it selects the node hooks that

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package launcherplugins decides what virt-handler hands each
 // virt-launcher: the Plugins that have launcher hooks, each reduced to what
 // the launcher runs (name, metadata.generation, spec), serialized, with a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package keyfilter parses and matches the key lists of the label syncer's
 // --additional-launcher-labels-sync and --additional-launcher-annotations-sync
 // flags.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package labelsync computes what the label syncer writes to a target object
 // (a VirtualMachineInstance or a launcher Pod) from its source (the VM
 // template or the VMI), and the JSON patch that writes it.

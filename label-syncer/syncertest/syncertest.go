@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package syncertest holds switches of the label syncer that exist only for
 // tests and benchmarks; a deployment never needs them, and the binary has no
 // flag for them.

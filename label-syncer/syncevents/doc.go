@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package syncevents records the label syncer's events: only what a person
 // must see, and few of them however many VMs show it.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package syncmetrics holds the label syncer's Prometheus metrics. They are
 // registered on the Registerer the caller passes (the manager's registry in
 // the binary, a fresh one in tests); nothing is registered globally.

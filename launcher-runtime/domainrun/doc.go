@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package domainrun hands the launcher pipeline's results to libvirt through
 // libvirt.org/go/libvirt: it defines and starts the domain GuestDefinition
 // produced, and turns the PreMigrationSource result (VIR_MIGRATE_* flags and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pipeline runs the launcher hooks of KubeVirt Plugins inside
 // virt-launcher: the GuestDefinition, PreBoot and PreMigrationSource chains.
 //

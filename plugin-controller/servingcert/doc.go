@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package servingcert keeps a webhook server supplied with a serving
 // certificate when no certificate manager (such as cert-manager) provides
 // one. It creates a self-signed CA and a serving certificate signed by it,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package collectors holds the project's one rule for registering a
 // Prometheus collector (README.md, "Metrics and logs"): a collector
 // identical to one already registered on the Registerer is not registered

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sdk is the plugin side of the hook contract in
 // protos/hooks/v1alpha1: what a sidecar or a node hook server links to serve
 // its hooks.

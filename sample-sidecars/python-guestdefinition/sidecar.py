@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """python-guestdefinition: a GuestDefinition sidecar written in Python.
 
 It sets libvirt's <on_crash> action of a VM's domain from the VMI annotation

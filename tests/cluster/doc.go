@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cluster is the real-cluster scenario: the project on a kind
 // cluster of three nodes (a control plane, two workers) whose node image
 // is built on the machine (hack/kind), with every Pod run by a kubelet.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package coldstart measures what one VM costs a fresh process: a
 // virt-launcher building its hook pipeline from what virt-handler handed it
 // and running GuestDefinition once (PreBoot too), and a virt-handler

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package crd checks the generated Plugin CRD on a real API server: the
 // user guide's examples are accepted unchanged and every structural rule
 // rejects bad Plugins with a message naming the field.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package demo is the end-to-end scenario behind `make demo`: a real API
 // server with the Plugin and KubeVirt CRDs, the plugin-controller and
 // label-syncer binaries, two libvirtd containers as two nodes, the sample

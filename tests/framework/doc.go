@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package framework is the test harness the integration tests share: a
 // real kube-apiserver and etcd (envtest) with the project's CRDs, and
 // libvirtd containers started through testcontainers-go. Everything a

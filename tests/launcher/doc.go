@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package launcher holds the integration tests of launcher-runtime against
 // real components: libvirtd in containers (tests/framework/libvirtd), the
 // hook pipeline running in the test process as virt-launcher would run it,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package release checks hack/release.sh on a throwaway clone: modules are
 // tagged <dir>/vX.Y.Z the Go way, bottom-up, with sibling requirements at
 // released versions and without replace directives.

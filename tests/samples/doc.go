@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package samples holds the integration tests of the sample sidecars'
 // injection policies (sample-sidecars/*/injection-policy.yaml) on a real
 // kube-apiserver: each MutatingAdmissionPolicy, applied from its sample's

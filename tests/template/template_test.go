@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package template follows the template sidecar's README as a new plugin
 // author would: it copies the template into a module of its own with the
 // README's commands, builds it, and runs its tests, which include the SDK's

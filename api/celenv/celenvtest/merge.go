@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package celenvtest reads the merge rule cases of package celenv
 // (api/celenv/testdata/merge), so that the rule tests of celenv and the
 // libvirt definition tests of launcher-runtime/domainrun run the same

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package v1alpha1 holds the Plugin custom resource of the
 // plugin.kubevirt.io API group: a cluster-scoped object that declares the
 // launcher hooks (CEL or gRPC sidecar), the node hooks and the admission

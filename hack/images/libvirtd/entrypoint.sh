@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Starts libvirtd the way the tests need it inside an unprivileged container:
 # virtlogd in the background, libvirtd in the foreground, listening on TCP.
 set -e

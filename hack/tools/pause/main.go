@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command pause is the process of a Pod's sandbox container: it holds the
 // Pod's namespaces, reaps the zombies of a shared process namespace and
 // exits 0 on SIGINT or SIGTERM.

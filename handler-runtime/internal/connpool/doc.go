@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package connpool keeps one gRPC client connection per Unix socket path
 // and bounds the calls in flight on each, so that node hook calls reuse
 // connections instead of dialing every time, and a slow server only

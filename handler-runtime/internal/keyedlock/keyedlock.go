@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package keyedlock provides mutexes addressed by key that are handed to
 // their waiters in the order they asked (first come, first served).
 package keyedlock

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package requirement applies the Plugins a VMI requires (api's
 // plugin/v1alpha1/required) to a store snapshot, for the dispatcher and the
 // launcher plugin selector alike.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command label-syncer syncs selected labels and annotations from each
 // VirtualMachine's spec.template.metadata to its VirtualMachineInstance, and
 // from the VMI to its running virt-launcher Pod, in place.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package podwatch carries the benchmark-only choice of a full Pod watch
 // from package syncertest to the syncer and the VMI reconciler, in the
 // context NewManager is given, so that it is no part of their public API.

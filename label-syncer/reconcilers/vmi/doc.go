@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vmi reconciles VirtualMachineInstances: it brings the synced
 // labels and annotations of each VMI's launcher Pods in line with the VMI's
 // own. A launcher Pod is a Pod labelled kubevirt.io/created-by=<VMI UID>

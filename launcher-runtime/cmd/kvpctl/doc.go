@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kvpctl is the tool a plugin author runs before deploying a
 // Plugin: it validates Plugin manifests with the CRD rules and the CEL
 // checks, runs the GuestDefinition and PreMigrationSource chains on local

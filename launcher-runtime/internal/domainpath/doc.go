@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package domainpath names the parts of a libvirt domain a hook changed:
 // paths of Go field names from libvirtxml.Domain joined with dots, list
 // elements by index ("CPU.Mode", "Devices.Disks[1].Driver.Cache"), the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fakeclock is the fake clock the launcher runtime's tests drive
 // socket waits with: k8s.io/utils' FakeClock, which also says when
 // something starts waiting on it. A test then steps it exactly when a wait

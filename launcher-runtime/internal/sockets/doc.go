@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sockets finds the Unix sockets of plugin sidecars below the
 // sockets root, checks them when they are dialed (inside the plugin's own
 // directory, no symlink in any component below the root) and waits for them

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command plugin-controller runs the Plugin status reconciler and the
 // validating webhook for Plugins.
 package main

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package plugin reconciles the status of Plugins: the observed generation,
 // the hook counts and the conditions Accepted (every CEL expression is valid),
 // AdmissionReferencesResolved (every referenced admission policy and webhook

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package plugin serves the validating admission webhook for Plugins. It
 // rejects what the CRD schema cannot check: CEL expressions that do not
 // compile, have the wrong result type (a condition that is not a bool, a

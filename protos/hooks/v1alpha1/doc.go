@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package hooksv1alpha1 is the wire contract between KubeVirt and plugins:
 // the Go code generated from api.proto (LauncherHookService, served by
 // sidecars of virt-launcher; NodeHookService, served by plugin DaemonSets

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sdktest checks a hook server against the contract of
 // protos/hooks/v1alpha1 over its real Unix socket: from a plugin's own `go
 // test`, or from `kvpctl conformance` against a server written in any

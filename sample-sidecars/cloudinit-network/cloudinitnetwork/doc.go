@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cloudinitnetwork is a PreBoot handler that writes a cloud-init
 // network-config, built from the launcher Pod's
 // k8s.v1.cni.cncf.io/network-status annotation, into the VM's NoCloud ISO.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package smbioswatchdog is a GuestDefinition handler that sets the guest's
 // SMBIOS system information and an i6300esb watchdog from VMI labels:
 //

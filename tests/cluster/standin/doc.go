@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package standin holds what the stand-ins of virt-handler and
 // virt-launcher share on the real-cluster test (tests/cluster): the
 // virt-launcher command socket's requests and answers.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A GuestDefinition sidecar that fails on the migration target: every live
 migration of its VMs would fail. Built on the python-guestdefinition
 sample's generated stubs; `kvpctl conformance` must fail it."""

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package apiserver starts a real kube-apiserver and etcd (envtest) with the
 // project's CRDs installed, for integration tests. Start it once per test
 // package, from TestMain.

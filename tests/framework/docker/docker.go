@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package docker holds what every test starting containers through
 // testcontainers-go needs on these machines.
 package docker

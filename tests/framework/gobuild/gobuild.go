@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gobuild builds the project's commands for tests that run them as
 // processes or put them in images: statically (CGO_ENABLED=0), as the
 // images ship them.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package libvirtd starts libvirtd in Docker containers for integration
 // tests, through testcontainers-go, from the locally built image
 // (hack/build-libvirtd-image.sh; never pulled). Each container runs an init as

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package poll waits, in tests, for what another goroutine or process
 // does and cannot announce: an object the API server holds, a file, an
 // endpoint that answers. It calls a condition until it holds or a deadline

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ports hands processes under test TCP ports of 127.0.0.1. A port
 // is known to be free only while something holds it: once the finder lets
 // it go, anyone (kube-apiserver, a container, another test package's

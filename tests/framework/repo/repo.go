@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package repo locates the repository checkout the tests run in, so that
 // tests can load CRDs, manifests and scripts by their path in the repo.
 package repo

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package transcript prints a scenario as titled steps with one PASS or
 // FAIL line per check, and keeps what it found: the shape of `make demo`'s
 // output, for the scenarios behind it (tests/demo, tests/cluster).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package examples ships Plugin manifests with the outcome each must have:
 // the five examples of the user guide, which are valid, and invalid Plugins,
 // each annotated with the field and the message its rejection must name.

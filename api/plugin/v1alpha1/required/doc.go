@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package required reads which Plugins a VMI requires and tells which of
 // them a set of Plugins does not satisfy.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package validation checks Plugins in plain Go: Plugin applies the
 // structural rules of the Plugin CRD, CEL compiles every expression with the
 // shared environment, All does both. The runtimes re-check what they are

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command cloudinit-network is a PreBoot sidecar that writes a cloud-init
 // network-config built from the Pod's network-status annotation into the
 // VM's NoCloud ISO. See README.md.

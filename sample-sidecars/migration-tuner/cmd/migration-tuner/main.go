@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command migration-tuner is a PreMigrationSource sidecar that tunes live
 // migration per VMI from its labels. See README.md.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command node-hook-recorder is a node hook server that records every
 // lifecycle event it receives to a JSON lines file. See README.md.
 package main

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command smbios-watchdog is a GuestDefinition sidecar that sets SMBIOS
 // system information and an i6300esb watchdog from VMI labels. See
 // README.md.

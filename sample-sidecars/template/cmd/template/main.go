@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command template is a minimal sidecar to copy. See ../../README.md.
 //
 // Keep main thin: parse flags, build the handler, serve. The SDK creates

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command cluster-demo runs the real-cluster scenario (tests/cluster) with
 // its transcript on standard output: `make demo` runs it (hack/demo.sh).
 //

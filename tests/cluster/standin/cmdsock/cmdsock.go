@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cmdsock is the virt-launcher stand-in's command socket: JSON over
 // HTTP on a Unix socket in the launcher Pod's "sockets" emptyDir, which the
 // virt-handler stand-in reaches from the node, as KubeVirt's virt-handler

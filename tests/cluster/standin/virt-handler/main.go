@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command virt-handler is the stand-in of KubeVirt's virt-handler on the
 // real-cluster test: a DaemonSet Pod on every node that links
 // handler-runtime. It keeps the Plugin store, and for the VMIs on its node

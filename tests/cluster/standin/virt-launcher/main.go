@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command virt-launcher is the stand-in of KubeVirt's virt-launcher on the
 // real-cluster test: the compute container of a launcher Pod. It runs
 // libvirtd next to itself, as the demo's libvirtd containers do, and

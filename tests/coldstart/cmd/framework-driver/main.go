@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command framework-driver is the cold-start benchmark's process for this
 // project: it loads its inputs, then measures, once, what one VM costs a
 // fresh virt-launcher or virt-handler process (see tests/coldstart).

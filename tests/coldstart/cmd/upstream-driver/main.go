@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command upstream-driver is the cold-start benchmark's process shaped as
 // KubeVirt's own launcher evaluates a CEL domain hook
 // (pkg/virt-launcher/virtwrap/plugins/cel in kubevirt/kubevirt, written

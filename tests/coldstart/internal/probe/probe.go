@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package probe is what the cold-start drivers share: it loads their inputs
 // and measures one piece of work in the process that runs it, the wall time
 // and the growth of the resident set (VmRSS in /proc/self/status) across it,
