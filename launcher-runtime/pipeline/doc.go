@@ -42,15 +42,25 @@
 // earlier check.
 //
 // Hook failures are *HookError values, which a host finds with errors.As:
-// they carry the plugin, the hook's index in spec.launcherHooks, its kind,
-// the hook point and the socket, and wrap the cause:
+// they carry the plugin, the scope (a hook, or the plugin's condition), the
+// hook's index in spec.launcherHooks, its kind, the hook point and the
+// socket, and wrap the cause. Their message has the shape of
+// api/hookresult's, which handler-runtime/dispatch's node hook errors share:
 //
 //	plugin "x" launcher hook #1 (sidecar) at PreBoot: calling the sidecar (timeout 30s): rpc error: ...
+//	plugin "x" at PreBoot: plugin condition: ...
 //
-// A failure of the legacy hook sidecars is a *HookError too, with Kind
-// KindLegacy, HookIndex LegacyHooksIndex and no plugin. A failure skipped
-// under Ignore is not returned: its *HookError is the error of the line
-// logged to Options.Logger (and it is counted with outcome ignored).
+// A failure of the legacy hook sidecars is a *HookError too, of Scope
+// hookresult.ScopeLegacyHooks, with Kind KindLegacy and no plugin. A failure
+// skipped under Ignore is not returned: its *HookError is the error of the
+// line logged to Options.Logger (and it is counted with outcome ignored).
+//
+// Logs follow api/hookresult's convention, shared with dispatch: a failure
+// let through by failureStrategy Ignore is logged with Error, the
+// *HookError as the error; every hook that ran or was skipped is logged at
+// V(1) ("launcher hook done", "launcher hook skipped: condition is false");
+// both with the keys plugin, hookIndex, kind, hookPoint, outcome and, when
+// the hook ran, duration.
 //
 // # Who changed what
 //

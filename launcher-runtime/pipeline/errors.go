@@ -3,8 +3,7 @@
 package pipeline
 
 import (
-	"fmt"
-
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 )
 
@@ -22,27 +21,38 @@ const (
 	KindLegacy HookKind = "legacy"
 )
 
-// PluginCondition is the HookError.HookIndex of an error in a plugin-level
-// condition, which belongs to no single hook.
+// PluginCondition is the HookError.HookIndex of an error of hookresult.ScopePlugin,
+// kept while the name is deprecated.
+//
+// Deprecated: check HookError.Scope (HookRef.Scope) for
+// hookresult.ScopePlugin.
 const PluginCondition = -1
 
-// LegacyHooksIndex is the HookError.HookIndex of a failure of the legacy
-// hook sidecars (Options.LegacyHooks): Kind is KindLegacy and Plugin is
-// empty, as they belong to no Plugin.
+// LegacyHooksIndex is the HookError.HookIndex of an error of
+// hookresult.ScopeLegacyHooks, kept while the name is deprecated.
+//
+// Deprecated: check HookError.Scope for
+// hookresult.ScopeLegacyHooks.
 const LegacyHooksIndex = -2
 
 // HookError is the error of one launcher hook, or of a plugin's condition,
 // at one hook point call, or of the legacy hook sidecars. Every hook
 // failure the pipeline returns, and every ignored one it logs (the error
 // handed to Options.Logger), is a *HookError; a host finds it with
-// errors.As to set VMI conditions or events from its fields.
+// errors.As to set VMI conditions or events from its fields. Its message
+// has the shape of api/hookresult's Site, which handler-runtime/dispatch's
+// HookError shares.
 type HookError struct {
-	// Plugin is the name of the Plugin; empty for LegacyHooksIndex.
+	// Plugin is the name of the Plugin; empty for hookresult.ScopeLegacyHooks.
 	Plugin string
-	// HookIndex is the index in spec.launcherHooks, PluginCondition or
-	// LegacyHooksIndex.
+	// Scope says what the error belongs to: one hook (the zero value),
+	// the plugin's condition, or the legacy hook sidecars.
+	Scope hookresult.Scope
+	// HookIndex is the index in spec.launcherHooks for hookresult.ScopeHook. For the
+	// other scopes it holds the deprecated PluginCondition or
+	// LegacyHooksIndex until they are removed.
 	HookIndex int
-	// Kind is the hook's kind; empty for PluginCondition.
+	// Kind is the hook's kind; empty for hookresult.ScopePlugin.
 	Kind HookKind
 	// HookPoint is the hook point being run.
 	HookPoint pluginv1alpha1.LauncherHookPoint
@@ -53,13 +63,23 @@ type HookError struct {
 }
 
 func (e *HookError) Error() string {
-	switch e.HookIndex {
-	case LegacyHooksIndex:
-		return fmt.Sprintf("legacy hook sidecars at %s: %v", e.HookPoint, e.Err)
-	case PluginCondition:
-		return fmt.Sprintf("plugin %q condition at %s: %v", e.Plugin, e.HookPoint, e.Err)
+	site := hookresult.Site{Side: hookresult.Launcher, Plugin: e.Plugin, Scope: e.scope(), Index: e.HookIndex,
+		Detail: string(e.Kind), HookPoint: string(e.HookPoint)}
+	return site.Message(e.Err)
+}
+
+// scope is e.Scope, or the scope a HookError built with only the deprecated
+// indices means.
+func (e *HookError) scope() hookresult.Scope {
+	if e.Scope == hookresult.ScopeHook {
+		switch e.HookIndex {
+		case PluginCondition:
+			return hookresult.ScopePlugin
+		case LegacyHooksIndex:
+			return hookresult.ScopeLegacyHooks
+		}
 	}
-	return fmt.Sprintf("plugin %q launcher hook #%d (%s) at %s: %v", e.Plugin, e.HookIndex, e.Kind, e.HookPoint, e.Err)
+	return e.Scope
 }
 
 func (e *HookError) Unwrap() error { return e.Err }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
@@ -71,7 +72,7 @@ func TestHookFailureIsATypedHookError(t *testing.T) {
 			p.Spec.Condition = `vmi.Labels["no-such-label"] == "x"`
 			return p
 		}(), pb,
-			pipeline.HookError{Plugin: "cond", HookIndex: pipeline.PluginCondition, HookPoint: pb},
+			pipeline.HookError{Plugin: "cond", Scope: hookresult.ScopePlugin, HookIndex: pipeline.PluginCondition, HookPoint: pb},
 			func(err error) bool { return err != nil }, nil, nil},
 		{"PreMigrationSourceStatus", plugin("mig", sidecarHook(pmsSocket, pms)), pms,
 			pipeline.HookError{Plugin: "mig", HookIndex: 0, Kind: pipeline.KindSidecar, HookPoint: pms, Socket: pmsSocket},
@@ -84,11 +85,11 @@ func TestHookFailureIsATypedHookError(t *testing.T) {
 			pipeline.HookError{Plugin: "abort", HookIndex: 0, Kind: pipeline.KindSidecar, HookPoint: pb, Socket: cancelSocket},
 			func(err error) bool { return errors.Is(err, context.Canceled) }, cancelled, nil},
 		{"LegacyHookSidecars", plugin("after", celHook(celAppend("x"))), gd,
-			pipeline.HookError{HookIndex: pipeline.LegacyHooksIndex, Kind: pipeline.KindLegacy, HookPoint: gd},
+			pipeline.HookError{Scope: hookresult.ScopeLegacyHooks, HookIndex: pipeline.LegacyHooksIndex, Kind: pipeline.KindLegacy, HookPoint: gd},
 			func(err error) bool { return errors.Is(err, legacyFailed) }, nil,
 			func(o *pipeline.Options) { o.LegacyHooks = &legacyHooks{err: legacyFailed} }},
 		{"LegacyAnswerDoesNotDecode", plugin("after", celHook(celAppend("x"))), gd,
-			pipeline.HookError{HookIndex: pipeline.LegacyHooksIndex, Kind: pipeline.KindLegacy, HookPoint: gd},
+			pipeline.HookError{Scope: hookresult.ScopeLegacyHooks, HookIndex: pipeline.LegacyHooksIndex, Kind: pipeline.KindLegacy, HookPoint: gd},
 			func(err error) bool { return strings.Contains(err.Error(), "invalid domain XML") }, nil,
 			func(o *pipeline.Options) {
 				o.LegacyHooks = &legacyHooks{answer: []byte(`<domain type="kvm"><vcpu>many</vcpu></domain>`)}
@@ -127,5 +128,21 @@ func TestHookFailureIsATypedHookError(t *testing.T) {
 				t.Errorf("the cause is not reachable through the error: %v", err)
 			}
 		})
+	}
+}
+
+// A HookError built with only the deprecated indices reads as one built
+// with its scope.
+func TestHookErrorDeprecatedIndicesMeanTheirScope(t *testing.T) {
+	cause := errors.New("boom")
+	for _, pair := range [][2]pipeline.HookError{
+		{{Plugin: "p", HookIndex: pipeline.PluginCondition, HookPoint: "PreBoot", Err: cause},
+			{Plugin: "p", Scope: hookresult.ScopePlugin, HookPoint: "PreBoot", Err: cause}},
+		{{HookIndex: pipeline.LegacyHooksIndex, Kind: pipeline.KindLegacy, HookPoint: "GuestDefinition", Err: cause},
+			{Scope: hookresult.ScopeLegacyHooks, Kind: pipeline.KindLegacy, HookPoint: "GuestDefinition", Err: cause}},
+	} {
+		if old, scoped := pair[0].Error(), pair[1].Error(); old != scoped {
+			t.Errorf("deprecated index reads %q, scope reads %q", old, scoped)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/domainpath"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
@@ -177,11 +178,12 @@ func (c *call) decoded(s *domainState) (*domainState, error) {
 		}
 		herr := c.hookError(r.pl, r.h, fmt.Errorf("sidecar response: %w", err))
 		if r.h.strategy != pluginv1alpha1.Ignore {
-			c.observeLate(r.pl, r.h, OutcomeError, herr)
+			c.observeLate(r.pl, r.h, hookresult.Error, herr)
 			return nil, herr
 		}
-		c.observeLate(r.pl, r.h, OutcomeIgnored, herr)
-		c.p.log.Error(herr, "launcher hook answer does not decode; failureStrategy is Ignore, going on without its result")
+		c.observeLate(r.pl, r.h, hookresult.Ignored, herr)
+		c.p.log.Error(herr, hookresult.IgnoredMessage, hookresult.KeyPlugin, r.pl.name, hookresult.KeyHookIndex, r.h.index,
+			"kind", r.h.kind(), hookresult.KeyHookPoint, string(c.point), hookresult.KeyOutcome, hookresult.Ignored)
 		s = r.before
 	}
 	return s, nil
@@ -291,5 +293,5 @@ func parseDomain(data []byte) (*libvirtxml.Domain, error) {
 // legacyHookError is the *HookError of a failure of the legacy hook
 // sidecars, which run at GuestDefinition only.
 func legacyHookError(err error) error {
-	return &HookError{HookIndex: LegacyHooksIndex, Kind: KindLegacy, HookPoint: pluginv1alpha1.GuestDefinition, Err: err}
+	return &HookError{Scope: hookresult.ScopeLegacyHooks, HookIndex: LegacyHooksIndex, Kind: KindLegacy, HookPoint: pluginv1alpha1.GuestDefinition, Err: err}
 }

@@ -8,24 +8,25 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	"github.com/kubevirt-plugins/framework/protos/collectors"
 )
 
 // Outcome of one launcher hook at one hook point call, the value of the
-// "outcome" label.
-type Outcome string
+// "outcome" label: api/hookresult's, which dispatch shares.
+//
+// Deprecated: use hookresult.Outcome.
+type Outcome = hookresult.Outcome
 
 const (
-	// OutcomeSuccess: the hook ran and its result was used.
-	OutcomeSuccess Outcome = "success"
-	// OutcomeError: the hook failed under failureStrategy Fail (or its
-	// condition could not be evaluated) and the operation failed.
-	OutcomeError Outcome = "error"
-	// OutcomeIgnored: the hook failed under failureStrategy Ignore and the
-	// chain went on without its result.
-	OutcomeIgnored Outcome = "ignored"
-	// OutcomeSkipped: the plugin or hook condition was false.
-	OutcomeSkipped Outcome = "skipped"
+	// Deprecated: use hookresult.Success.
+	OutcomeSuccess = hookresult.Success
+	// Deprecated: use hookresult.Error.
+	OutcomeError = hookresult.Error
+	// Deprecated: use hookresult.Ignored.
+	OutcomeIgnored = hookresult.Ignored
+	// Deprecated: use hookresult.Skipped.
+	OutcomeSkipped = hookresult.Skipped
 )
 
 // Metric names registered on Options.Registerer.
@@ -84,12 +85,12 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-func (m *metrics) observe(plugin, point string, outcome Outcome, took time.Duration) {
+func (m *metrics) observe(plugin, point string, outcome hookresult.Outcome, took time.Duration) {
 	if m == nil {
 		return
 	}
 	m.outcomes.WithLabelValues(plugin, point, string(outcome)).Inc()
-	if outcome != OutcomeSkipped {
+	if outcome != hookresult.Skipped {
 		m.duration.WithLabelValues(plugin, point).Observe(took.Seconds())
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/api/plugin/v1alpha1/validation"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/sockets"
@@ -199,26 +200,27 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			if !h.hook.Handles(c.point) {
 				continue
 			}
-			log := c.p.log.WithValues("plugin", pl.name, "hookIndex", h.index, "kind", h.kind(), "hookPoint", point)
+			log := c.p.log.WithValues(hookresult.KeyPlugin, pl.name, hookresult.KeyHookIndex, h.index, "kind", h.kind(), hookresult.KeyHookPoint, point)
 			if err := ctx.Err(); err != nil {
 				return c.hookError(pl, h, fmt.Errorf("not started: %w", err))
 			}
 			if pl.broken != nil {
 				herr := c.hookError(pl, h, pl.broken)
 				if h.strategy == pluginv1alpha1.Ignore {
-					c.observe(pl, h, OutcomeIgnored, 0, herr)
-					log.Error(herr, "launcher hook skipped: its plugin does not compile; failureStrategy is Ignore")
+					c.observe(pl, h, hookresult.Ignored, 0, herr)
+					log.Error(herr, hookresult.IgnoredMessage, hookresult.KeyOutcome, hookresult.Ignored, hookresult.KeyDuration, time.Duration(0))
 					continue
 				}
-				c.observe(pl, h, OutcomeError, 0, herr)
+				c.observe(pl, h, hookresult.Error, 0, herr)
 				return herr
 			}
 			start := c.p.opts.Clock.Now()
 			if !pluginEvaluated {
 				ok, err := pl.condition.eval(ctx, c.vmi)
 				if err != nil {
-					herr := &HookError{Plugin: pl.name, HookIndex: PluginCondition, HookPoint: c.point, Err: err}
-					c.observe(pl, nil, OutcomeError, c.p.opts.Clock.Since(start), herr)
+					herr := &HookError{Plugin: pl.name, Scope: hookresult.ScopePlugin, HookIndex: PluginCondition, HookPoint: c.point,
+						Err: fmt.Errorf("plugin condition: %w", err)}
+					c.observe(pl, nil, hookresult.Error, c.p.opts.Clock.Since(start), herr)
 					return herr
 				}
 				pluginHolds, pluginEvaluated = ok, true
@@ -228,14 +230,14 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 				ok, err := h.condition.eval(ctx, c.vmi)
 				if err != nil {
 					herr := c.hookError(pl, h, fmt.Errorf("condition: %w", err))
-					c.observe(pl, h, OutcomeError, c.p.opts.Clock.Since(start), herr)
+					c.observe(pl, h, hookresult.Error, c.p.opts.Clock.Since(start), herr)
 					return herr
 				}
 				holds = ok
 			}
 			if !holds {
-				c.observe(pl, h, OutcomeSkipped, 0, nil)
-				log.V(1).Info("launcher hook skipped: condition is false")
+				c.observe(pl, h, hookresult.Skipped, 0, nil)
+				log.V(hookresult.HookLogV).Info("launcher hook skipped: condition is false", hookresult.KeyOutcome, hookresult.Skipped)
 				continue
 			}
 			err := step(ctx, pl, h)
@@ -245,8 +247,8 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			}
 			switch {
 			case err == nil:
-				c.observe(pl, h, OutcomeSuccess, took, nil)
-				log.V(1).Info("launcher hook done", "duration", took)
+				c.observe(pl, h, hookresult.Success, took, nil)
+				log.V(hookresult.HookLogV).Info("launcher hook done", hookresult.KeyOutcome, hookresult.Success, hookresult.KeyDuration, took)
 			case ctx.Err() != nil:
 				// The operation itself was cancelled (for example a migration
 				// abort): no failure strategy lets the chain go on.
@@ -254,15 +256,15 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 					err = fmt.Errorf("%w: %w", ctx.Err(), err)
 				}
 				herr := c.hookError(pl, h, err)
-				c.observe(pl, h, OutcomeError, took, herr)
+				c.observe(pl, h, hookresult.Error, took, herr)
 				return herr
 			case h.strategy == pluginv1alpha1.Ignore:
 				herr := c.hookError(pl, h, err)
-				c.observe(pl, h, OutcomeIgnored, took, herr)
-				log.Error(herr, "launcher hook failed; failureStrategy is Ignore, going on without its result", "duration", took)
+				c.observe(pl, h, hookresult.Ignored, took, herr)
+				log.Error(herr, hookresult.IgnoredMessage, hookresult.KeyOutcome, hookresult.Ignored, hookresult.KeyDuration, took)
 			default:
 				herr := c.hookError(pl, h, err)
-				c.observe(pl, h, OutcomeError, took, herr)
+				c.observe(pl, h, hookresult.Error, took, herr)
 				return herr
 			}
 		}
@@ -309,7 +311,7 @@ func (c *call) callSidecar(ctx context.Context, pl *compiledPlugin, h *compiledH
 			return nil
 		}
 		if reused && broken == nil && ctx.Err() == nil && status.Code(err) == codes.Unavailable && !answered.Load() {
-			c.p.log.V(1).Info("connection to the sidecar broke; dialing again", "plugin", pl.name, "hookIndex", h.index, "socket", h.hook.Sidecar.SocketPath, "error", err.Error())
+			c.p.log.V(1).Info("connection to the sidecar broke; dialing again", hookresult.KeyPlugin, pl.name, hookresult.KeyHookIndex, h.index, "socket", h.hook.Sidecar.SocketPath, "error", err.Error())
 			broken = conn
 			continue
 		}

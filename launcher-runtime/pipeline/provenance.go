@@ -9,6 +9,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/internal/domainpath"
 )
@@ -17,10 +18,13 @@ import (
 type HookRef struct {
 	// Plugin is the Plugin's name.
 	Plugin string `json:"plugin"`
-	// HookIndex is the hook's index in spec.launcherHooks (PluginCondition
-	// for the plugin's condition).
+	// Scope is hookresult.ScopeHook for a hook (omitted in JSON), and
+	// hookresult.ScopePlugin for the plugin's condition.
+	Scope hookresult.Scope `json:"scope,omitempty"`
+	// HookIndex is the hook's index in spec.launcherHooks; for the
+	// plugin's condition, the deprecated PluginCondition.
 	HookIndex int `json:"hookIndex"`
-	// Kind is the hook's kind; empty for PluginCondition.
+	// Kind is the hook's kind; empty for the plugin's condition.
 	Kind HookKind `json:"kind,omitempty"`
 }
 

@@ -10,6 +10,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -18,9 +19,10 @@ import (
 // hooks of a Report (Report.Failed), the launcher's pair of
 // handler-runtime/dispatch's NodeHookFailed and NodeHookFailureIgnored.
 const (
-	// ReasonLauncherHookFailed: OutcomeError, the call failed.
+	// ReasonLauncherHookFailed: outcome hookresult.Error, the call failed.
 	ReasonLauncherHookFailed = "LauncherHookFailed"
-	// ReasonLauncherHookFailureIgnored: OutcomeIgnored, the chain went on.
+	// ReasonLauncherHookFailureIgnored: outcome hookresult.Ignored, the
+	// chain went on.
 	ReasonLauncherHookFailureIgnored = "LauncherHookFailureIgnored"
 )
 
@@ -34,7 +36,7 @@ type Report struct {
 	// Hooks are the hooks that handle the hook point, in the order the
 	// chain reached them, each with its outcome; a failure that ended the
 	// call is the last. A plugin condition that could not be evaluated
-	// is an entry with HookIndex PluginCondition.
+	// is an entry of Scope hookresult.ScopePlugin.
 	Hooks []HookReport `json:"hooks"`
 	// Changed are the parts of the domain the hooks changed, each with the
 	// last hook that changed it, in the order of their last change
@@ -45,11 +47,12 @@ type Report struct {
 	Overlaps []Overlap `json:"overlaps,omitempty"`
 }
 
-// Failed returns the hooks whose outcome is OutcomeError or OutcomeIgnored.
+// Failed returns the hooks that failed: outcome hookresult.Error or
+// hookresult.Ignored.
 func (r *Report) Failed() []HookReport {
 	var out []HookReport
 	for _, h := range r.Hooks {
-		if h.Outcome == OutcomeError || h.Outcome == OutcomeIgnored {
+		if h.Outcome.Failed() {
 			out = append(out, h)
 		}
 	}
@@ -59,16 +62,16 @@ func (r *Report) Failed() []HookReport {
 // HookReport is what one hook did in a hook point call.
 type HookReport struct {
 	HookRef
-	// Outcome is OutcomeSuccess (applied), OutcomeSkipped (its plugin's or
-	// its own condition was false), OutcomeIgnored (failed under
-	// failureStrategy Ignore, the chain went on without its result) or
-	// OutcomeError (failed, and the call with it).
-	Outcome Outcome
+	// Outcome is hookresult.Success (applied), Skipped (its plugin's or
+	// its own condition was false), Ignored (failed under failureStrategy
+	// Ignore, the chain went on without its result) or Error (failed, and
+	// the call with it).
+	Outcome hookresult.Outcome
 	// Duration is the time the hook took, conditions included; zero for a
 	// skipped hook.
 	Duration time.Duration
-	// Err is the *HookError of a failed hook (OutcomeIgnored,
-	// OutcomeError); nil otherwise.
+	// Err is the *HookError of a failed hook (Ignored, Error); nil
+	// otherwise.
 	Err error
 	// Written are the parts of the domain the hook changed, at
 	// GuestDefinition: paths of Go field names from Domain ("CPU.Mode",
@@ -87,15 +90,16 @@ type HookReport struct {
 // and its error as its text.
 func (h HookReport) MarshalJSON() ([]byte, error) {
 	out := struct {
-		Plugin       string   `json:"plugin"`
-		HookIndex    int      `json:"hookIndex"`
-		Kind         HookKind `json:"kind,omitempty"`
-		Outcome      Outcome  `json:"outcome"`
-		Duration     string   `json:"duration"`
-		Error        string   `json:"error,omitempty"`
-		Written      []string `json:"written,omitempty"`
-		WrittenKnown bool     `json:"writtenKnown,omitempty"`
-	}{h.Plugin, h.HookIndex, h.Kind, h.Outcome, h.Duration.String(), "", h.Written, h.WrittenKnown}
+		Plugin       string             `json:"plugin"`
+		Scope        hookresult.Scope   `json:"scope,omitempty"`
+		HookIndex    int                `json:"hookIndex"`
+		Kind         HookKind           `json:"kind,omitempty"`
+		Outcome      hookresult.Outcome `json:"outcome"`
+		Duration     string             `json:"duration"`
+		Error        string             `json:"error,omitempty"`
+		Written      []string           `json:"written,omitempty"`
+		WrittenKnown bool               `json:"writtenKnown,omitempty"`
+	}{h.Plugin, h.Scope, h.HookIndex, h.Kind, h.Outcome, h.Duration.String(), "", h.Written, h.WrittenKnown}
 	if h.Err != nil {
 		out.Error = h.Err.Error()
 	}
@@ -110,17 +114,17 @@ type Change struct {
 
 // observe counts the outcome of hook h of plugin pl (nil for the plugin's
 // condition) and, when a report is kept, adds the hook to it.
-func (c *call) observe(pl *compiledPlugin, h *compiledHook, outcome Outcome, took time.Duration, err error) {
+func (c *call) observe(pl *compiledPlugin, h *compiledHook, outcome hookresult.Outcome, took time.Duration, err error) {
 	c.p.metrics.observe(pl.name, string(c.point), outcome, took)
 	if c.report == nil {
 		return
 	}
-	hr := HookReport{HookRef: HookRef{Plugin: pl.name, HookIndex: PluginCondition}, Outcome: outcome, Duration: took, Err: err}
+	hr := HookReport{HookRef: HookRef{Plugin: pl.name, Scope: hookresult.ScopePlugin, HookIndex: PluginCondition}, Outcome: outcome, Duration: took, Err: err}
 	if h != nil {
-		hr.HookIndex, hr.Kind = h.index, h.kind()
+		hr.Scope, hr.HookIndex, hr.Kind = hookresult.ScopeHook, h.index, h.kind()
 	}
 	if pr := c.prov; pr != nil {
-		if outcome == OutcomeSuccess {
+		if outcome == hookresult.Success {
 			hr.Written, hr.WrittenKnown = pr.written, pr.writtenKnown
 		}
 		pr.written, pr.writtenKnown = nil, false
@@ -131,14 +135,14 @@ func (c *call) observe(pl *compiledPlugin, h *compiledHook, outcome Outcome, too
 // observeLate counts the failure of a hook found after it was counted a
 // success (a sidecar's answer that does not decode) and corrects its entry
 // in the report.
-func (c *call) observeLate(pl *compiledPlugin, h *compiledHook, outcome Outcome, err error) {
+func (c *call) observeLate(pl *compiledPlugin, h *compiledHook, outcome hookresult.Outcome, err error) {
 	c.p.metrics.observe(pl.name, string(c.point), outcome, 0)
 	if c.report == nil {
 		return
 	}
 	for i := len(c.report.Hooks) - 1; i >= 0; i-- {
 		hr := &c.report.Hooks[i]
-		if hr.Plugin == pl.name && hr.HookIndex == h.index {
+		if hr.Plugin == pl.name && hr.Scope == hookresult.ScopeHook && hr.HookIndex == h.index {
 			hr.Outcome, hr.Err, hr.Written, hr.WrittenKnown = outcome, err, nil, false
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
@@ -103,6 +104,16 @@ func TestReportNamesAPluginConditionThatCannotBeEvaluated(t *testing.T) {
 	}
 	if len(report.Hooks) != 1 || report.Hooks[0].HookIndex != pipeline.PluginCondition || report.Hooks[0].Outcome != pipeline.OutcomeError {
 		t.Errorf("hooks %+v, want one plugin condition entry with outcome error", report.Hooks)
+	}
+	if report.Hooks[0].Scope != hookresult.ScopePlugin {
+		t.Errorf("plugin condition entry has scope %s, want plugin", report.Hooks[0].Scope)
+	}
+	data, err := json.Marshal(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"scope":"plugin"`) {
+		t.Errorf("the report's JSON does not name the scope: %s", data)
 	}
 }
 

@@ -74,7 +74,7 @@ func TestConditionErrorFailsWhateverStrategy(t *testing.T) {
 		hookCondition   string
 		wantErr         string
 	}{
-		{"PluginCondition", broken, "", `plugin "cond" condition at PreBoot`},
+		{"PluginCondition", broken, "", `plugin "cond" at PreBoot: plugin condition`},
 		{"HookCondition", "", broken, `plugin "cond" launcher hook #0 (sidecar) at PreBoot: condition`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
