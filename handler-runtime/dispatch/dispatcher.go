@@ -24,6 +24,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/api/socketpath"
 	"github.com/kubevirt-plugins/framework/handler-runtime/internal/connpool"
@@ -73,7 +74,9 @@ type Options struct {
 	// Registerer receives the dispatch metrics. Default: none, metrics
 	// are kept but not exported.
 	Registerer prometheus.Registerer
-	// Logger receives ignored failures and, at V(4), every call. Default:
+	// Logger receives, as api/hookresult says (as the launcher's pipeline
+	// does), every failure let through by failureStrategy Ignore, with
+	// Error, and at V(1) every hook called that succeeded. Default:
 	// discard.
 	Logger logr.Logger
 	// EventRecorder, when set, receives a Warning Event on the VMI for
@@ -87,7 +90,10 @@ type Options struct {
 	// EventInterval is the shortest time between two Events for one VMI
 	// and plugin. Default: DefaultEventInterval (10 minutes).
 	EventInterval time.Duration
-	// Clock times EventInterval. Default: the real clock.
+	// Clock measures the durations of calls, dispatches and waits for a
+	// VMI's dispatch in progress (metrics, logs) and times EventInterval.
+	// Hook timeouts are context deadlines and follow the real clock.
+	// Default: the real clock.
 	Clock clock.PassiveClock
 }
 
@@ -105,6 +111,7 @@ type Dispatcher struct {
 	call    caller // the pool, except in comparisons of connection strategies
 	metrics *metrics
 	log     logr.Logger
+	clock   clock.PassiveClock
 	events  *eventWriter
 	// locks orders the dispatches of one VMI, whatever their hook point.
 	locks keyedlock.Locks[string]
@@ -140,11 +147,14 @@ func New(opts Options) (*Dispatcher, error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	// Connections are keyed by the socket as Plugins declare it.
 	pool := connpool.New(connpool.Options{MaxInFlight: opts.MaxInFlightPerSocket, Dial: checkedDial(checker)})
 	return &Dispatcher{
 		plugins: opts.Plugins, cel: opts.CEL, sockets: checker,
-		pool: pool, call: pool, metrics: m, log: log, events: newEventWriter(opts),
+		pool: pool, call: pool, metrics: m, log: log, clock: opts.Clock, events: newEventWriter(opts),
 	}, nil
 }
 
@@ -187,9 +197,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 	if !isNodeHookPoint(hookPoint) {
 		return fmt.Errorf("dispatching for VMI %s/%s: unknown node hook point %q", vmi.Namespace, vmi.Name, hookPoint)
 	}
-	start := time.Now()
+	start := d.clock.Now()
 	unlock, err := d.locks.Lock(ctx, lockKey(vmi))
-	d.metrics.vmiWait.WithLabelValues(string(hookPoint)).Observe(time.Since(start).Seconds())
+	d.metrics.vmiWait.WithLabelValues(string(hookPoint)).Observe(d.clock.Since(start).Seconds())
 	if err != nil {
 		return fmt.Errorf("dispatching node hook point %s for VMI %s/%s: waiting for the VMI's dispatch in progress: %w",
 			hookPoint, vmi.Namespace, vmi.Name, err)
@@ -220,12 +230,12 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 		}
 		// From the call of Dispatch: the wait for the VMI's previous
 		// dispatch is part of what the host waited.
-		d.metrics.dispatchDuration.WithLabelValues(point, outcome).Observe(time.Since(start).Seconds())
+		d.metrics.dispatchDuration.WithLabelValues(point, outcome).Observe(d.clock.Since(start).Seconds())
 	}()
 
 	hooks, err := selectHooks(ctx, snap.Plugins, hookPoint, vmi, d.holds)
 	if err != nil || len(hooks) == 0 {
-		d.events.failed(vmi, err, false)
+		d.events.failed(vmi, err, hookresult.Error)
 		return err
 	}
 	vmiJSON, err := json.Marshal(vmi)
@@ -238,66 +248,76 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 		NodeContext: &hooksv1alpha1.NodeContext{NodeName: nodeContext.NodeName},
 	}
 	for _, h := range hooks {
-		callErr := d.execute(ctx, h, hookPoint, req)
+		took, callErr := d.execute(ctx, h, hookPoint, req)
 		if callErr == nil {
+			if log := d.log.V(hookresult.HookLogV); log.Enabled() {
+				log.Info("node hook done", hookKeys(h, point, vmi, hookresult.Success, took)...)
+			}
 			continue
 		}
 		herr := &HookError{Plugin: h.plugin.Name, HookIndex: h.index, HookPoint: hookPoint, Socket: h.hook.Socket, Err: callErr}
 		if h.hook.EffectiveFailureStrategy() == pluginv1alpha1.Ignore && ctx.Err() == nil {
 			d.metrics.ignoredFailures.WithLabelValues(h.plugin.Name, point).Inc()
-			d.log.Info("ignoring node hook failure (failureStrategy Ignore)", "plugin", h.plugin.Name,
-				"hookIndex", h.index, "hookPoint", point, "vmi", vmi.Namespace+"/"+vmi.Name, "error", callErr.Error())
-			d.events.failed(vmi, herr, true)
+			d.log.Error(herr, hookresult.IgnoredMessage, hookKeys(h, point, vmi, hookresult.Ignored, took)...)
+			d.events.failed(vmi, herr, hookresult.Ignored)
 			continue
 		}
-		d.events.failed(vmi, herr, false)
+		d.events.failed(vmi, herr, hookresult.Error)
 		return herr
 	}
 	return nil
 }
 
+// hookKeys are the keys and values of a line about hook h (api/hookresult,
+// "Logging").
+func hookKeys(h selected, point string, vmi *kubevirtv1.VirtualMachineInstance, outcome hookresult.Outcome, took time.Duration) []any {
+	return []any{hookresult.KeyPlugin, h.plugin.Name, hookresult.KeyHookIndex, h.index, hookresult.KeyHookPoint, point,
+		"vmi", vmi.Namespace + "/" + vmi.Name, hookresult.KeyOutcome, outcome, hookresult.KeyDuration, took}
+}
+
 // execute makes one hook call within the hook's timeout, which covers the
-// wait for a free slot on the socket as well as the call itself.
+// wait for a free slot on the socket as well as the call itself, and
+// returns how long it took.
 func (d *Dispatcher) execute(ctx context.Context, h selected, point pluginv1alpha1.NodeHookPoint,
-	req *hooksv1alpha1.ExecuteNodeHookRequest) (err error) {
+	req *hooksv1alpha1.ExecuteNodeHookRequest) (took time.Duration, err error) {
 	timeout := h.hook.EffectiveTimeout()
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start := time.Now()
+	start := d.clock.Now()
 	defer func() {
-		outcome := OutcomeSuccess
+		label := OutcomeSuccess
 		switch {
 		case err != nil && errors.Is(err, ErrHookTimeout):
-			outcome = OutcomeTimeout
+			label = OutcomeTimeout
 		case err != nil:
-			outcome = OutcomeError
+			label = OutcomeError
 		}
-		d.metrics.callDuration.WithLabelValues(h.plugin.Name, string(point), outcome).Observe(time.Since(start).Seconds())
-		d.log.V(4).Info("node hook called", "plugin", h.plugin.Name, "hookIndex", h.index,
-			"hookPoint", string(point), "outcome", outcome, "duration", time.Since(start))
+		took = d.clock.Since(start)
+		d.metrics.callDuration.WithLabelValues(h.plugin.Name, string(point), label).Observe(took.Seconds())
 	}()
 
 	// Checked before a pooled connection is used, so that a socket that is
 	// gone or refused fails the call with the reason rather than with
 	// gRPC's unavailable.
 	if _, err = d.sockets.Check(h.hook.Socket); err != nil {
-		return err
+		return 0, err
 	}
 	err = d.call.Call(callCtx, h.hook.Socket, func(ctx context.Context, cc grpc.ClientConnInterface) error {
 		_, err := hooksv1alpha1.NewNodeHookServiceClient(cc).ExecuteNodeHook(ctx, req)
 		return err
 	})
 	if err != nil && ctx.Err() == nil && timedOut(callCtx, err) {
-		return fmt.Errorf("%w after %s: %w", ErrHookTimeout, timeout, err)
+		return 0, fmt.Errorf("%w after %s: %w", ErrHookTimeout, timeout, err)
 	}
-	return err
+	return 0, err
 }
 
 // timedOut reports whether a call on callCtx ended with err because its
 // deadline passed. The server enforces the deadline gRPC sends it, and on
 // a loaded node its reset can arrive before the client's own timer has
 // marked callCtx done: a DeadlineExceeded status at or after the deadline
-// counts as well. One the server returns earlier is its own error.
+// counts as well. One the server returns earlier is its own error. The
+// deadline is the real clock's, whatever Options.Clock.
 func timedOut(callCtx context.Context, err error) bool {
 	if errors.Is(callCtx.Err(), context.DeadlineExceeded) {
 		return true

@@ -22,6 +22,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/api/socketpath"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
@@ -146,8 +147,9 @@ func TestConditionErrorFailsDispatchWhateverTheFailureStrategy(t *testing.T) {
 		hookCondition   string
 		wantIndex       int
 		wantCompile     bool
+		wantScope       hookresult.Scope
 	}{
-		{name: "plugin condition does not compile", pluginCondition: `vmi.NoSuchField == 1`, wantIndex: PluginCondition, wantCompile: true},
+		{name: "plugin condition does not compile", pluginCondition: `vmi.NoSuchField == 1`, wantIndex: PluginCondition, wantCompile: true, wantScope: hookresult.ScopePlugin},
 		{name: "hook condition is not a bool", hookCondition: `vmi.Name`, wantIndex: 1, wantCompile: true},
 		{name: "hook condition fails at run time", hookCondition: `vmi.Labels["missing"] == "x"`, wantIndex: 1},
 	}
@@ -171,6 +173,9 @@ func TestConditionErrorFailsDispatchWhateverTheFailureStrategy(t *testing.T) {
 			var herr *HookError
 			if !errors.As(err, &herr) || herr.Plugin != "p" || herr.HookIndex != tt.wantIndex || herr.HookPoint != pluginv1alpha1.PreVMStart {
 				t.Fatalf("Dispatch = %v, want a HookError for plugin p, hook %d, PreVMStart", err, tt.wantIndex)
+			}
+			if herr.Scope != tt.wantScope {
+				t.Fatalf("HookError scope %s, want %s", herr.Scope, tt.wantScope)
 			}
 			var cerr *celenv.CompileError
 			if errors.As(err, &cerr) != tt.wantCompile {
@@ -217,7 +222,7 @@ func TestFailureStrategyIsTheHooksOwn(t *testing.T) {
 			ignored := testutil.ToFloat64(d.metrics.ignoredFailures.WithLabelValues("p", "PreVMStart"))
 			if tt.wantErr {
 				var herr *HookError
-				if !errors.As(err, &herr) || herr.HookIndex != 0 || !strings.Contains(err.Error(), `plugin "p" node hook 0`) {
+				if !errors.As(err, &herr) || herr.HookIndex != 0 || !strings.Contains(err.Error(), `plugin "p" node hook #0`) {
 					t.Fatalf("error %q does not name plugin p, hook 0", err)
 				}
 				if calls != 1 || ignored != 0 {

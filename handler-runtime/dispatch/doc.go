@@ -14,6 +14,23 @@
 // Dispatches for different VMIs run concurrently; calls to one socket are
 // bounded so that a slow server only holds up the VMIs that use it.
 //
+// # Errors and logs
+//
+// A failed hook, or a plugin condition that cannot be evaluated, is a
+// *HookError: the plugin, the scope (a hook, or the plugin's condition,
+// api/hookresult's Scope), the hook's index in spec.nodeHooks, the hook
+// point and the socket, wrapping the cause. Its message has the shape the
+// launcher's pipeline shares (api/hookresult's Site):
+//
+//	plugin "x" node hook #0 (socket /var/run/kubevirt/x/node.sock) at PreVMStart: rpc error: ...
+//	plugin "x" at PreVMStart: plugin condition: ...
+//
+// Logs follow api/hookresult's convention, as the launcher's pipeline does:
+// a failure let through by failureStrategy Ignore is logged with Error, the
+// *HookError as the error; every hook called that succeeded is logged at
+// V(1) ("node hook done"); both with the keys plugin, hookIndex, hookPoint,
+// vmi, outcome and duration. Durations come from Options.Clock.
+//
 // # Ordering within one VMI
 //
 // Node hooks of one VMI are ordered per VMI, not per (VMI, hook point):

@@ -12,16 +12,20 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 )
 
 // Reasons of the Warning Events a Dispatcher writes on a VMI for a node hook
 // that failed (Options.EventRecorder).
 const (
-	// ReasonNodeHookFailed: the hook failed under failureStrategy Fail (or
-	// its plugin's condition could not be evaluated): the dispatch failed.
+	// ReasonNodeHookFailed: outcome hookresult.Error, the hook failed under
+	// failureStrategy Fail (or its plugin's condition could not be
+	// evaluated): the dispatch failed.
 	ReasonNodeHookFailed = "NodeHookFailed"
-	// ReasonNodeHookFailureIgnored: the hook failed under failureStrategy
-	// Ignore and the dispatch went on without it.
+	// ReasonNodeHookFailureIgnored: outcome hookresult.Ignored, the hook
+	// failed under failureStrategy Ignore and the dispatch went on without
+	// it.
 	ReasonNodeHookFailureIgnored = "NodeHookFailureIgnored"
 )
 
@@ -72,9 +76,10 @@ func newEventWriter(opts Options) *eventWriter {
 }
 
 // failed writes the Event for err when it is a *HookError and none was
-// written for this VMI and plugin within the interval. ignored says the
-// dispatch went on (failureStrategy Ignore).
-func (w *eventWriter) failed(vmi *kubevirtv1.VirtualMachineInstance, err error, ignored bool) {
+// written for this VMI and plugin within the interval. outcome is the
+// hook's: hookresult.Ignored (failureStrategy Ignore, the dispatch went on)
+// or hookresult.Error (the dispatch failed).
+func (w *eventWriter) failed(vmi *kubevirtv1.VirtualMachineInstance, err error, outcome hookresult.Outcome) {
 	if w == nil {
 		return
 	}
@@ -83,7 +88,7 @@ func (w *eventWriter) failed(vmi *kubevirtv1.VirtualMachineInstance, err error, 
 		return
 	}
 	reason, effect := ReasonNodeHookFailed, "failureStrategy Fail: the VMI's "+string(herr.HookPoint)+" fails"
-	if ignored {
+	if outcome == hookresult.Ignored {
 		reason, effect = ReasonNodeHookFailureIgnored, "failureStrategy Ignore: going on without it"
 	}
 	w.write(vmi, herr.Plugin, corev1.EventTypeWarning, reason, fmt.Sprintf("%s (%s)", herr.Error(), effect))

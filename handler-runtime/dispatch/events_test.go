@@ -68,7 +68,7 @@ func TestFailedNodeHookWritesOneWarningEventPerVMIAndPluginPerInterval(t *testin
 	if len(events) != vmis {
 		t.Fatalf("%d Events for %d failures on %d VMIs, want one per VMI", len(events), vmis*rounds*2, vmis)
 	}
-	for _, want := range []string{"Warning " + ReasonNodeHookFailureIgnored + " ", `plugin "flaky" node hook 0`, "at node hook point PreVMStart", "Unavailable", "failing on purpose", "failureStrategy Ignore"} {
+	for _, want := range []string{"Warning " + ReasonNodeHookFailureIgnored + " ", `plugin "flaky" node hook #0`, "at PreVMStart", "Unavailable", "failing on purpose", "failureStrategy Ignore"} {
 		if !strings.Contains(events[0], want) {
 			t.Errorf("Event %q does not contain %q", events[0], want)
 		}
@@ -119,7 +119,7 @@ func TestFailedNodeHookEventSaysWhetherTheDispatchFailed(t *testing.T) {
 	}
 	for i, want := range [][]string{
 		{"Warning " + ReasonNodeHookFailed + " ", `plugin "a-broken-condition"`, "plugin condition", "failureStrategy Fail: the VMI's PreVMStart fails"},
-		{"Warning " + ReasonNodeHookFailed + " ", `plugin "b-strict" node hook 0`, "Internal", "failureStrategy Fail: the VMI's PreVMStart fails"},
+		{"Warning " + ReasonNodeHookFailed + " ", `plugin "b-strict" node hook #0`, "Internal", "failureStrategy Fail: the VMI's PreVMStart fails"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(events[i], w) {

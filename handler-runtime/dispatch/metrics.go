@@ -10,7 +10,10 @@ import (
 	"github.com/kubevirt-plugins/framework/protos/collectors"
 )
 
-// Outcomes of a node hook call, the outcome label of the call metrics.
+// Values of the outcome label of the call and dispatch metrics: how a call
+// (or a whole dispatch) ended, whatever the failure strategy. What became
+// of a hook in the dispatch, in logs and Events, is a hookresult.Outcome;
+// success and error are the same words.
 const (
 	OutcomeSuccess = "success"
 	OutcomeError   = "error"

@@ -10,6 +10,7 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 )
 
@@ -47,7 +48,8 @@ func selectHooks(ctx context.Context, plugins []*pluginv1alpha1.Plugin, point pl
 		}
 		ok, err := holds(ctx, p.Spec.Condition, vmi)
 		if err != nil {
-			return nil, &HookError{Plugin: p.Name, HookIndex: PluginCondition, HookPoint: point, Err: err}
+			return nil, &HookError{Plugin: p.Name, Scope: hookresult.ScopePlugin, HookIndex: PluginCondition, HookPoint: point,
+				Err: fmt.Errorf("plugin condition: %w", err)}
 		}
 		if !ok {
 			continue
@@ -57,7 +59,7 @@ func selectHooks(ctx context.Context, plugins []*pluginv1alpha1.Plugin, point pl
 			ok, err := holds(ctx, h.Condition, vmi)
 			if err != nil {
 				return nil, &HookError{Plugin: p.Name, HookIndex: i, HookPoint: point, Socket: h.Socket,
-					Err: fmt.Errorf("hook condition: %w", err)}
+					Err: fmt.Errorf("condition: %w", err)}
 			}
 			if ok {
 				out = append(out, selected{plugin: p, index: i, hook: h})
