@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kubevirt-plugins/framework/label-syncer/internal/podwatch"
 	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
 	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vm"
@@ -40,10 +39,12 @@ import (
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kubevirt
 
 // NewManager returns a manager running both reconcilers, not yet started.
-// ctx bounds the set-up only (the Pod index registration); it may carry a
-// switch of package syncertest.
-func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+// ctx bounds the set-up only (the Pod index registration). mopts are for
+// tests and benchmarks (WithFullPodWatch, WithoutControllerNameValidation);
+// a deployment passes none.
+func NewManager(ctx context.Context, cfg *rest.Config, opts Options, mopts ...ManagerOption) (ctrl.Manager, error) {
 	opts = withDefaults(opts)
+	mc := newManagerConfig(mopts)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kubevirtv1.AddToScheme} {
 		if err := add(scheme); err != nil {
@@ -54,9 +55,64 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 	if err != nil {
 		return nil, err
 	}
-	launcherPods, err := labels.NewRequirement(kubevirtv1.CreatedByLabel, selection.Exists, nil)
+	mgrOpts, err := managerOptions(scheme, opts, mc)
 	if err != nil {
 		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	annotations := opts.Annotations
+	if !opts.NoDeschedulerSync {
+		annotations = annotations.WithBuiltin(keyfilter.DeschedulerAnnotations()...)
+	}
+	rules := labelsync.Rules{Labels: opts.Labels, Annotations: annotations, Prune: opts.PruneUnconfigured}
+	// One recorder for both reconcilers: its bound holds for the syncer.
+	events := syncevents.New(mgr.GetEventRecorder("label-syncer"), syncevents.Options{})
+	vmR := &vm.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Events: events, Metrics: m,
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, MaxPatchAttempts: opts.MaxPatchAttempts,
+	}
+	if err := vmR.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up %s: %w", vm.ControllerName, err)
+	}
+	vmiR := &vmi.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Events: events, Metrics: m,
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, MaxPatchAttempts: opts.MaxPatchAttempts,
+		FullPodWatch: mc.fullPodWatch,
+	}
+	if err := vmiR.SetupWithManager(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up %s: %w", vmi.ControllerName, err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	opts.Logger.Info("label syncer configured",
+		"labels", opts.Labels.String(), "annotations", annotations.String(),
+		"deschedulerAnnotations", !opts.NoDeschedulerSync,
+		"pruneUnconfigured", opts.PruneUnconfigured)
+	if mc.fullPodWatch {
+		opts.Logger.Info("watching whole launcher Pods, not their metadata only (WithFullPodWatch)")
+	}
+	logEntries(opts.Logger, "label", opts.Labels)
+	logEntries(opts.Logger, "annotation", annotations)
+	return mgr, nil
+}
+
+// managerOptions are the options of the syncer's manager.
+func managerOptions(scheme *runtime.Scheme, opts Options, mc managerConfig) (ctrl.Options, error) {
+	launcherPods, err := labels.NewRequirement(kubevirtv1.CreatedByLabel, selection.Exists, nil)
+	if err != nil {
+		return ctrl.Options{}, err
 	}
 	metricsAddr := opts.MetricsBindAddress
 	if metricsAddr == "" {
@@ -69,7 +125,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 		}
 		namespaces[ns] = cache.Config{}
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	return ctrl.Options{
 		Scheme: scheme,
 		Logger: opts.Logger,
 		Cache: cache.Options{
@@ -92,52 +148,18 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manag
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
-		// Controller names are unique within one manager; tests run several
-		// managers one after the other in one process.
-		Controller: config.Controller{SkipNameValidation: new(true)},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
+		// Controller names are unique within one manager; only tests run
+		// several managers in one process (WithoutControllerNameValidation).
+		Controller: controllerConfig(mc),
+	}, nil
+}
+
+func controllerConfig(mc managerConfig) config.Controller {
+	var c config.Controller
+	if mc.skipNameValidation {
+		c.SkipNameValidation = new(true)
 	}
-	annotations := opts.Annotations
-	if !opts.NoDeschedulerSync {
-		annotations = annotations.WithBuiltin(keyfilter.DeschedulerAnnotations()...)
-	}
-	rules := labelsync.Rules{Labels: opts.Labels, Annotations: annotations, Prune: opts.PruneUnconfigured}
-	// One recorder for both reconcilers: its bound holds for the syncer.
-	events := syncevents.New(mgr.GetEventRecorder("label-syncer"), syncevents.Options{})
-	vmR := &vm.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Events: events, Metrics: m,
-		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, MaxPatchAttempts: opts.MaxPatchAttempts,
-	}
-	if err := vmR.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up %s: %w", vm.ControllerName, err)
-	}
-	vmiR := &vmi.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Events: events, Metrics: m,
-		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, MaxPatchAttempts: opts.MaxPatchAttempts,
-	}
-	if err := vmiR.SetupWithManager(ctx, mgr); err != nil {
-		return nil, fmt.Errorf("setting up %s: %w", vmi.ControllerName, err)
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, err
-	}
-	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-			return errors.New("caches not synced")
-		}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
-	opts.Logger.Info("label syncer configured",
-		"labels", opts.Labels.String(), "annotations", annotations.String(),
-		"deschedulerAnnotations", !opts.NoDeschedulerSync,
-		"pruneUnconfigured", opts.PruneUnconfigured, "fullPodWatch", podwatch.Full(ctx))
-	logEntries(opts.Logger, "label", opts.Labels)
-	logEntries(opts.Logger, "annotation", annotations)
-	return mgr, nil
+	return c
 }
 
 // logEntries logs one line per admitted entry, saying what it matches and,

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/syncer"
-	"github.com/kubevirt-plugins/framework/label-syncer/syncertest"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 )
@@ -73,12 +72,12 @@ func BenchmarkLabelSync(b *testing.B) {
 	gen := 0
 	for _, mode := range []struct {
 		name string
-		ctx  context.Context
-	}{{"pods=metadata", b.Context()}, {"pods=full", syncertest.WithFullPodWatch(b.Context())}} {
+		opts []syncer.ManagerOption
+	}{{"pods=metadata", nil}, {"pods=full", []syncer.ManagerOption{syncer.WithFullPodWatch()}}} {
 		b.Run(mode.name, func(b *testing.B) {
 			for range b.N {
 				gen++
-				benchOnce(mode.ctx, b, admin, ns, n, gen)
+				benchOnce(b, mode.opts, admin, ns, n, gen)
 			}
 		})
 	}
@@ -93,7 +92,7 @@ func waitLong(b *testing.B, what string, check func() error) {
 	}
 }
 
-func benchOnce(ctx context.Context, b *testing.B, admin client.Client, ns string, n int, gen int) {
+func benchOnce(b *testing.B, mopts []syncer.ManagerOption, admin client.Client, ns string, n int, gen int) {
 	b.StopTimer()
 	writes := &writeCounter{}
 	cfg := rest.CopyConfig(server.Config)
@@ -101,9 +100,9 @@ func benchOnce(ctx context.Context, b *testing.B, admin client.Client, ns string
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, c: writes} }
 
 	before := heapInUse()
-	run := startSyncerIn(ctx, b, cfg, syncer.Options{
+	run := startSyncerWith(b, cfg, syncer.Options{
 		Labels: mustFilter(b, "ops.example.com/*"),
-	}, ns)
+	}, mopts, ns)
 	// Every VMI and Pod synced once: the objects are already in line.
 	waitSyncs(b, run, float64(n), float64(n))
 	initial := writes.snapshot()

@@ -197,12 +197,13 @@ type syncerRun struct {
 // at the end of the test, or earlier with stop.
 func startSyncer(t testing.TB, cfg *rest.Config, opts syncer.Options, namespaces ...string) *syncerRun {
 	t.Helper()
-	return startSyncerIn(t.Context(), t, cfg, opts, namespaces...)
+	return startSyncerWith(t, cfg, opts, nil, namespaces...)
 }
 
-// startSyncerIn is startSyncer with the manager's context derived from
-// parent, which may carry a syncertest switch.
-func startSyncerIn(parent context.Context, t testing.TB, cfg *rest.Config, opts syncer.Options, namespaces ...string) *syncerRun {
+// startSyncerWith is startSyncer with manager options besides
+// WithoutControllerNameValidation, which every test manager gets: the tests
+// run several syncers in one process.
+func startSyncerWith(t testing.TB, cfg *rest.Config, opts syncer.Options, mopts []syncer.ManagerOption, namespaces ...string) *syncerRun {
 	t.Helper()
 	if cfg == nil {
 		cfg = rest.CopyConfig(server.Config)
@@ -213,9 +214,9 @@ func startSyncerIn(parent context.Context, t testing.TB, cfg *rest.Config, opts 
 	if opts.Namespaces == nil {
 		opts.Namespaces = namespaces
 	}
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancel(t.Context())
 	r.cancel = cancel
-	mgr, err := syncer.NewManager(ctx, cfg, opts)
+	mgr, err := syncer.NewManager(ctx, cfg, opts, append([]syncer.ManagerOption{syncer.WithoutControllerNameValidation()}, mopts...)...)
 	if err != nil {
 		cancel()
 		t.Fatalf("creating the syncer: %v", err)

@@ -8,5 +8,6 @@
 // a VMI that is being deleted (deletionTimestamp set) are left as they are.
 //
 // Pods are read through the manager's cache, metadata only (a full Pod
-// watch exists for benchmarks alone, see package syncertest).
+// watch, Reconciler.FullPodWatch, exists for benchmarks alone: the
+// syncer's WithFullPodWatch).
 package vmi

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/internal/apply"
-	"github.com/kubevirt-plugins/framework/label-syncer/internal/podwatch"
 	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncevents"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
@@ -58,10 +57,11 @@ type Reconciler struct {
 	// apply.DefaultMaxAttempts.
 	MaxPatchAttempts int
 
-	// fullPods watches and caches whole Pods instead of their metadata,
-	// when the context given to SetupWithManager asks for it (package
-	// syncertest); it exists to measure what the metadata-only watch saves.
-	fullPods bool
+	// FullPodWatch watches and caches whole launcher Pods instead of their
+	// metadata only. A deployment has no use for it: it exists so that a
+	// benchmark can measure what the metadata-only watch saves (the
+	// syncer's WithFullPodWatch). Default false.
+	FullPodWatch bool
 }
 
 // SetupWithManager adds the Pod index and registers the controller: it runs
@@ -69,7 +69,6 @@ type Reconciler struct {
 // creations and label or annotation changes (a hand edit of a synced key
 // on the Pod is put back).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	r.fullPods = podwatch.Full(ctx)
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.podObject(), ControllerUIDIndex, controllerUID); err != nil {
 		return fmt.Errorf("indexing Pods by controller UID: %w", err)
 	}
@@ -79,7 +78,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named(ControllerName).
 		For(&kubevirtv1.VirtualMachineInstance{}, metadataChanged).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles})
-	if r.fullPods {
+	if r.FullPodWatch {
 		b = b.Watches(&corev1.Pod{}, toVMI, metadataChanged)
 	} else {
 		b = b.WatchesMetadata(&corev1.Pod{}, toVMI, metadataChanged)
@@ -139,7 +138,7 @@ func (r *Reconciler) launcherPods(ctx context.Context, vmi *kubevirtv1.VirtualMa
 		client.MatchingLabels{kubevirtv1.CreatedByLabel: string(vmi.UID)},
 	}
 	var metas []metav1.ObjectMeta
-	if r.fullPods {
+	if r.FullPodWatch {
 		list := &corev1.PodList{}
 		if err := r.Client.List(ctx, list, opts...); err != nil {
 			return nil, err
@@ -173,7 +172,7 @@ func (r *Reconciler) launcherPods(ctx context.Context, vmi *kubevirtv1.VirtualMa
 }
 
 func (r *Reconciler) podObject() client.Object {
-	if r.fullPods {
+	if r.FullPodWatch {
 		return &corev1.Pod{}
 	}
 	pod := &metav1.PartialObjectMetadata{}
