@@ -45,6 +45,8 @@ func (p *Pipeline) MigrationTarget(ctx context.Context, vmi *kubevirtv1.VirtualM
 
 // MigrationSource runs the hooks of the source side of a migration: only
 // PreMigrationSource. GuestDefinition does not run on the source.
+//
+// Deprecated: call PreMigrationSource, which it only calls.
 func (p *Pipeline) MigrationSource(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, flags uint64, params *hooksv1alpha1.MigrationParams) (*MigrationResult, error) {
 	return p.PreMigrationSource(ctx, vmi, flags, params)
 }

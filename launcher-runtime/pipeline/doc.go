@@ -83,8 +83,8 @@
 // Under failureStrategy Ignore a failed hook is otherwise only a log line in
 // virt-launcher, where nobody looks. The *WithReport methods
 // (GuestDefinitionWithReport, PreBootWithReport,
-// PreMigrationSourceWithReport, and BootWithReport, MigrationTargetWithReport,
-// MigrationSourceWithReport for the launcher's life) return with their result
+// PreMigrationSourceWithReport, and BootWithReport, MigrationTargetWithReport
+// for the launcher's life) return with their result
 // a Report: for every hook that handles the hook point, in the order the
 // chain reached it, its plugin, index, kind, outcome (success: applied;
 // skipped: a condition was false; ignored: failed under Ignore, the chain

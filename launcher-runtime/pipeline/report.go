@@ -194,6 +194,8 @@ func (p *Pipeline) MigrationTargetWithReport(ctx context.Context, vmi *kubevirtv
 
 // MigrationSourceWithReport is MigrationSource, also returning the report
 // of PreMigrationSource.
+//
+// Deprecated: call PreMigrationSourceWithReport, which it only calls.
 func (p *Pipeline) MigrationSourceWithReport(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, flags uint64, params *hooksv1alpha1.MigrationParams) (*MigrationResult, *Report, error) {
 	return p.PreMigrationSourceWithReport(ctx, vmi, flags, params)
 }

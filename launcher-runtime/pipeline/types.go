@@ -34,10 +34,6 @@ type Artifacts struct {
 	EphemeralDiskDir string
 }
 
-// VirMigratePostcopy is libvirt's VIR_MIGRATE_POSTCOPY flag bit
-// (sdk.MigratePostcopy).
-const VirMigratePostcopy = uint64(sdk.MigratePostcopy)
-
 // MigrationResult is the migration configuration after every
 // PreMigrationSource hook: what the launcher hands to libvirt as-is.
 type MigrationResult struct {
@@ -51,7 +47,7 @@ type MigrationResult struct {
 // PostCopy reports whether the resulting flags carry VIR_MIGRATE_POSTCOPY:
 // the migration monitor may switch to post-copy only when it does.
 func (r *MigrationResult) PostCopy() bool {
-	return r != nil && r.Flags&VirMigratePostcopy != 0
+	return r != nil && sdk.MigrationFlags(r.Flags).Has(sdk.MigratePostcopy)
 }
 
 // LegacyHooks runs the legacy annotation-based hook sidecars, which see the

@@ -548,7 +548,7 @@ func (s *scenario) migrate(ctx context.Context) error {
 	uri := "tcp://" + s.nodes[1].Hostname
 	flags := uint64(libvirt.MIGRATE_LIVE | libvirt.MIGRATE_PEER2PEER | libvirt.MIGRATE_PERSIST_DEST)
 	params := &hooksv1alpha1.MigrationParams{MigrateUri: &hooksv1alpha1.StringParam{Value: &uri}}
-	res, err := s.launcher.pipeline.MigrationSource(ctx, vmi, flags, params)
+	res, err := s.launcher.pipeline.PreMigrationSource(ctx, vmi, flags, params)
 	if err != nil {
 		return err
 	}

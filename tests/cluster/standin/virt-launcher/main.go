@@ -279,7 +279,7 @@ func (l *launcher) migrate(ctx context.Context, req *cmdsock.Request) (*cmdsock.
 	uri := "tcp://" + req.TargetAddress
 	flags := uint64(libvirt.MIGRATE_LIVE | libvirt.MIGRATE_PEER2PEER | libvirt.MIGRATE_PERSIST_DEST)
 	params := &hooksv1alpha1.MigrationParams{MigrateUri: &hooksv1alpha1.StringParam{Value: &uri}}
-	res, err := l.pipeline.MigrationSource(ctx, req.VMI, flags, params)
+	res, err := l.pipeline.PreMigrationSource(ctx, req.VMI, flags, params)
 	if err != nil {
 		return nil, err
 	}
