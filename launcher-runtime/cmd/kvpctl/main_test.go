@@ -31,7 +31,7 @@ const (
 func kvpctl(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(args, &stdout, &stderr)
+	code := run(t.Context(), args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 

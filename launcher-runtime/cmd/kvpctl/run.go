@@ -64,12 +64,10 @@ func commands() map[string]command {
 	}
 }
 
-// run is kvpctl's main logic: it returns the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
-	return runContext(context.Background(), args, stdout, stderr)
-}
-
-func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run is the whole command: main hands it the arguments after the program
+// name, the standard streams and a context cancelled by SIGINT or SIGTERM,
+// and exits with the status it returns. Tests call it the same way.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmds := commands()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		printUsage(stderr, cmds)
