@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/google/cel-go v0.31.0
 	golang.org/x/sys v0.49.0
-	golang.org/x/tools v0.51.0
 	google.golang.org/genproto/googleapis/api v0.0.0-20261019180522-ce908d29299b
 	google.golang.org/protobuf v1.36.12
 	k8s.io/apimachinery v0.36.3

@@ -5,9 +5,9 @@
 // libvirt definition tests of launcher-runtime/domainrun run the same
 // expressions and expect the same domains.
 //
-// A case file, <Rule>.txtar (the txtar format of golang.org/x/tools), shows one merge rule on one input domain. Its
-// text before the first section says what the rule is. Sections start with a
-// line "-- name --":
+// A case file, <Rule>.txtar (the txtar layout: a text, then sections each
+// opened by a line "-- name --"), shows one merge rule on one input domain.
+// Its text before the first section says what the rule is. The sections:
 //
 //   - "input": the path of the input domain, relative to the case file; or
 //     "input.xml": the input domain itself.
@@ -25,7 +25,6 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/tools/txtar"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -88,11 +87,11 @@ func LoadMergeCase(path string) (MergeCase, error) {
 		return MergeCase{}, err
 	}
 	c := MergeCase{Rule: strings.TrimSuffix(filepath.Base(path), ".txtar"), Path: path}
-	archive := txtar.Parse(data)
-	c.About = strings.TrimSpace(string(archive.Comment))
-	for _, f := range archive.Files {
-		body := strings.TrimSpace(string(f.Data))
-		switch name := f.Name; {
+	about, sections := splitSections(string(data))
+	c.About = strings.TrimSpace(about)
+	for _, f := range sections {
+		body := strings.TrimSpace(f.body)
+		switch name := f.name; {
 		case name == "input":
 			in, err := os.ReadFile(filepath.Join(filepath.Dir(path), body))
 			if err != nil {
@@ -116,4 +115,41 @@ func LoadMergeCase(path string) (MergeCase, error) {
 		return MergeCase{}, fmt.Errorf("%s: no expr", path)
 	}
 	return c, nil
+}
+
+// section is one "-- name --" section of a case file and the lines under it.
+type section struct{ name, body string }
+
+// splitSections splits a case file into the text before its first section
+// and its sections. A section opens with a line that starts with "-- " and
+// ends with " --"; its name is what lies between, trimmed.
+func splitSections(data string) (string, []section) {
+	var before strings.Builder
+	var out []section
+	for line := range strings.Lines(data) {
+		trimmed := strings.TrimRight(line, "\r\n")
+		if name, ok := sectionName(trimmed); ok {
+			out = append(out, section{name: name})
+			continue
+		}
+		if len(out) == 0 {
+			before.WriteString(line)
+		} else {
+			out[len(out)-1].body += line
+		}
+	}
+	return before.String(), out
+}
+
+func sectionName(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "-- ")
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, " --")
+	if !ok {
+		return "", false
+	}
+	name = strings.TrimSpace(name)
+	return name, name != ""
 }
