@@ -74,7 +74,7 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options, mopts ...Ma
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Rules: rules, Events: events, Metrics: m,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles, MaxPatchAttempts: opts.MaxPatchAttempts,
 	}
-	if err := vmR.SetupWithManager(mgr); err != nil {
+	if err := vmR.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up %s: %w", vm.ControllerName, err)
 	}
 	vmiR := &vmi.Reconciler{
@@ -193,9 +193,6 @@ func withDefaults(o Options) Options {
 	}
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = DefaultLeaderElectionID
-	}
-	if o.MaxConcurrentReconciles <= 0 {
-		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 	return o
 }

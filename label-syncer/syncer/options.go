@@ -7,12 +7,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubevirt-plugins/framework/label-syncer/keyfilter"
+	"github.com/kubevirt-plugins/framework/label-syncer/reconcilers/vm"
 )
 
 // Defaults of Options.
 const (
-	DefaultLeaderElectionID        = "label-syncer.kubevirt-plugins.io"
-	DefaultMaxConcurrentReconciles = 4
+	DefaultLeaderElectionID = "label-syncer.kubevirt-plugins.io"
+	// DefaultMaxConcurrentReconciles is the reconcilers' own default
+	// (vm.DefaultMaxConcurrentReconciles, which every reconciler of the
+	// project shares).
+	DefaultMaxConcurrentReconciles = vm.DefaultMaxConcurrentReconciles
 )
 
 // Options configures NewManager. The zero value is a syncer that syncs the
@@ -60,7 +64,7 @@ type Options struct {
 	Namespaces []string
 
 	// MaxConcurrentReconciles is the number of workers of each reconciler.
-	// Default DefaultMaxConcurrentReconciles.
+	// Default DefaultMaxConcurrentReconciles, which the reconcilers apply.
 	MaxConcurrentReconciles int
 	// MaxPatchAttempts bounds the patches per target and sync when other
 	// writers keep changing the target. Default 5.

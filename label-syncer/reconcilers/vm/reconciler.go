@@ -26,6 +26,15 @@ import (
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "labelsync-vm-to-vmi"
 
+// DefaultMaxConcurrentReconciles is the number of workers when
+// MaxConcurrentReconciles is not set. Every reconciler of the project (the
+// Plugin reconciler of plugin-controller, the VM and VMI reconcilers of the
+// label syncer) has this default and applies it the same way, in
+// SetupWithManager: a reconcile mostly waits on the API server, and a few
+// workers keep one slow object from holding up the others without loading
+// the server.
+const DefaultMaxConcurrentReconciles = 4
+
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachines,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kubevirt.io,resources=virtualmachineinstances,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -45,7 +54,8 @@ type Reconciler struct {
 	// Metrics records patches, conflicts and sync durations. Nil records
 	// nothing.
 	Metrics *syncmetrics.Metrics
-	// MaxConcurrentReconciles is the number of workers. Default 1.
+	// MaxConcurrentReconciles is the number of workers. Default
+	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
 	// MaxPatchAttempts bounds the patches per sync. Default
 	// apply.DefaultMaxAttempts.
@@ -54,8 +64,12 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller: it runs for VM creations and
 // spec changes, and for VMI creations and label or annotation changes (a
-// hand edit of a synced key on the VMI is put back).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// hand edit of a synced key on the VMI is put back). ctx bounds the set-up
+// only.
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	if r.MaxConcurrentReconciles <= 0 {
+		r.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&kubevirtv1.VirtualMachine{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -28,6 +28,15 @@ import (
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "labelsync-vmi-to-pod"
 
+// DefaultMaxConcurrentReconciles is the number of workers when
+// MaxConcurrentReconciles is not set. Every reconciler of the project (the
+// Plugin reconciler of plugin-controller, the VM and VMI reconcilers of the
+// label syncer) has this default and applies it the same way, in
+// SetupWithManager: a reconcile mostly waits on the API server, and a few
+// workers keep one slow object from holding up the others without loading
+// the server.
+const DefaultMaxConcurrentReconciles = 4
+
 // ControllerUIDIndex is the cache index of Pods by the UID of their
 // controller owner.
 const ControllerUIDIndex = "labelsync.controllerUID"
@@ -51,7 +60,8 @@ type Reconciler struct {
 	// Metrics records patches, conflicts and sync durations. Nil records
 	// nothing.
 	Metrics *syncmetrics.Metrics
-	// MaxConcurrentReconciles is the number of workers. Default 1.
+	// MaxConcurrentReconciles is the number of workers. Default
+	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
 	// MaxPatchAttempts bounds the patches per Pod and sync. Default
 	// apply.DefaultMaxAttempts.
@@ -67,8 +77,11 @@ type Reconciler struct {
 // SetupWithManager adds the Pod index and registers the controller: it runs
 // for VMI creations and label or annotation changes, and for launcher Pod
 // creations and label or annotation changes (a hand edit of a synced key
-// on the Pod is put back).
+// on the Pod is put back). ctx bounds the set-up only (the index).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.MaxConcurrentReconciles <= 0 {
+		r.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, r.podObject(), ControllerUIDIndex, controllerUID); err != nil {
 		return fmt.Errorf("indexing Pods by controller UID: %w", err)
 	}

@@ -95,7 +95,7 @@ func parseFlags(args []string) (*flags, error) {
 	fs.DurationVar(&f.certCheckInterval, "webhook-cert-check-interval", 0,
 		"How often the self-signed mode checks the certificates and the caBundle, besides watching the ValidatingWebhookConfiguration. Default: 5 minutes.")
 	fs.Uint64Var(&f.celCostLimit, "cel-cost-limit", celenv.DefaultCostLimit, "Cost limit of CEL expressions; must match the launcher's and the handler's.")
-	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Plugins reconciled in parallel.")
+	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", pluginreconciler.DefaultMaxConcurrentReconciles, "Plugins reconciled in parallel.")
 	f.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -39,6 +39,15 @@ import (
 // ControllerName names the controller in logs, metrics and Events.
 const ControllerName = "plugin-controller"
 
+// DefaultMaxConcurrentReconciles is the number of workers when
+// MaxConcurrentReconciles is not set. Every reconciler of the project (the
+// Plugin reconciler of plugin-controller, the VM and VMI reconcilers of the
+// label syncer) has this default and applies it the same way, in
+// SetupWithManager: a reconcile mostly waits on the API server, and a few
+// workers keep one slow object from holding up the others without loading
+// the server.
+const DefaultMaxConcurrentReconciles = 4
+
 // Reconciler writes the status of Plugins.
 type Reconciler struct {
 	// Client reads Plugins and admission objects (from the manager's
@@ -52,7 +61,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock stamps condition transitions. Default: the real clock.
 	Clock clock.PassiveClock
-	// MaxConcurrentReconciles bounds parallel reconciles. Default: 4.
+	// MaxConcurrentReconciles is the number of workers. Default
+	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
 	// Discovery tells which admission kinds the API server serves: only
 	// those are watched, and a reference to another kind is reported as
@@ -84,7 +94,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Clock = clock.RealClock{}
 	}
 	if r.MaxConcurrentReconciles <= 0 {
-		r.MaxConcurrentReconciles = 4
+		r.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &pluginv1alpha1.Plugin{}, referencesIndex, indexReferences); err != nil {
 		return fmt.Errorf("plugin reconciler: indexing %s: %w", referencesIndex, err)
