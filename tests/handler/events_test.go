@@ -3,6 +3,7 @@
 package handler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -66,6 +67,14 @@ func TestFailedNodeHookWritesAWarningEventOnTheVMI(t *testing.T) {
 	if err := server.Client.Create(t.Context(), vmi); err != nil {
 		t.Fatalf("creating VMI: %v", err)
 	}
+	t.Cleanup(func() {
+		// A cleanup: the test's context is already done. The VMI has no
+		// finalizer, so a later run of the test (go test -count) can create
+		// it again at once.
+		if err := server.Client.Delete(context.WithoutCancel(t.Context()), vmi); err != nil {
+			t.Errorf("deleting VMI %s: %v", vmi.Name, err)
+		}
+	})
 	recorder := eventRecorder(t)
 	d, err := dispatch.New(dispatch.Options{Plugins: plugins, SocketRoots: []string{socketRoot}, EventRecorder: recorder})
 	if err != nil {
