@@ -82,6 +82,9 @@ const (
 	// SocketsVolumeName is the name of the launcher Pod volume that holds
 	// the sidecar sockets.
 	SocketsVolumeName = "kubevirt-plugin-sockets"
+	// NodeHookSocketsRoot is the host directory virt-handler mounts and in
+	// which node hook sockets lie, unless the node allows other roots.
+	NodeHookSocketsRoot = "/var/run/kubevirt"
 	// MaxSocketPathLength is the size of sun_path in struct sockaddr_un.
 	MaxSocketPathLength = 108
 	// EphemeralDiskDir is where the compute container keeps ephemeral disks
