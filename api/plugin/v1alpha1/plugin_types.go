@@ -69,6 +69,9 @@ const (
 	Ignore FailureStrategy = "Ignore"
 )
 
+// FailureStrategies lists every failure strategy.
+var FailureStrategies = []FailureStrategy{Fail, Ignore}
+
 const (
 	// DefaultTimeout bounds a sidecar launcher hook or node hook call when
 	// the hook sets no timeout of its own.

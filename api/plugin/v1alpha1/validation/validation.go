@@ -129,11 +129,14 @@ func hookPoints[P ~string](path *field.Path, points []P, valid func(P) bool, nam
 }
 
 func failureStrategy(path *field.Path, s v1alpha1.FailureStrategy) field.ErrorList {
-	switch s {
-	case "", v1alpha1.Fail, v1alpha1.Ignore:
+	if s == "" || slices.Contains(v1alpha1.FailureStrategies, s) {
 		return nil
 	}
-	return field.ErrorList{field.NotSupported(path, s, []string{string(v1alpha1.Fail), string(v1alpha1.Ignore)})}
+	names := make([]string, len(v1alpha1.FailureStrategies))
+	for i, f := range v1alpha1.FailureStrategies {
+		names[i] = string(f)
+	}
+	return field.ErrorList{field.NotSupported(path, s, names)}
 }
 
 func socketPathErrors(path *field.Path, plugin, socket string) field.ErrorList {
