@@ -30,7 +30,7 @@ func TestMetricsAreRegisteredOnTheGivenRegistry(t *testing.T) {
 	if got := testutil.ToFloat64(m.conflicts.WithLabelValues(TargetVMI)); got != 1 {
 		t.Fatalf("conflicts{VMI} = %v, want 1", got)
 	}
-	n, err := testutil.GatherAndCount(reg, "kubevirt_plugins_label_syncer_sync_duration_seconds", "kubevirt_plugins_label_syncer_syncs_total")
+	n, err := testutil.GatherAndCount(reg, MetricSyncDuration, MetricSyncs)
 	if err != nil || n != 2 {
 		t.Fatalf("gathered %d series, err %v; want 2", n, err)
 	}
@@ -56,7 +56,7 @@ func TestRegisteringTwiceOnOneRegistrySharesTheCollectors(t *testing.T) {
 func TestRegisteringOverADifferentCollectorOfTheSameNameFails(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "kubevirt_plugins_label_syncer_patches_total",
+		Name: MetricPatches,
 		Help: "something else",
 	}))
 	if _, err := New(reg); err == nil {

@@ -88,6 +88,11 @@ const (
 	// NodeHookSocketsRoot is the host directory virt-handler mounts and in
 	// which node hook sockets lie, unless the node allows other roots.
 	NodeHookSocketsRoot = "/var/run/kubevirt"
+	// MetricsNamespace begins the name of every Prometheus series the
+	// project defines: MetricsNamespace_<component>_..., the component
+	// being launcher_hook (launcher-runtime), node_hook (handler-runtime)
+	// or label_syncer.
+	MetricsNamespace = "kubevirt_plugins"
 	// MaxSocketPathLength is the size of sun_path in struct sockaddr_un.
 	MaxSocketPathLength = 108
 	// EphemeralDiskDir is where the compute container keeps ephemeral disks
