@@ -210,7 +210,7 @@ type LauncherHook struct {
 }
 
 // CELHook transforms the domain with a CEL expression.
-// +kubebuilder:validation:XValidation:rule="self.hookPoint == 'GuestDefinition'",message="CEL hooks are supported only at hook point GuestDefinition; use a sidecar for PreBoot and PreMigrationSource"
+// +kubebuilder:validation:XValidation:rule="self.hookPoint == 'GuestDefinition'",fieldPath=".hookPoint",message="CEL hooks are supported only at hook point GuestDefinition; use a sidecar for PreBoot and PreMigrationSource"
 type CELHook struct {
 	// HookPoint is where the expression runs. Only GuestDefinition.
 	// +required
