@@ -5,8 +5,10 @@ package hooksv1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 	"sort"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -77,12 +79,7 @@ var libvirtParamNames = map[protoreflect.Name]string{
 // LibvirtParamNames returns libvirt's name of every migration parameter the
 // contract carries, one per MigrationParams field, sorted.
 func LibvirtParamNames() []string {
-	out := make([]string, 0, len(libvirtParamNames))
-	for _, name := range libvirtParamNames {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Values(libvirtParamNames))
 }
 
 // LibvirtParamName returns libvirt's name for a MigrationParams field, for
