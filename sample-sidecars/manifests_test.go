@@ -232,6 +232,9 @@ func TestNodeHookDaemonSetServesThePluginSocket(t *testing.T) {
 			}
 			c := ds.Spec.Template.Spec.Containers[0]
 			for _, h := range p.Spec.NodeHooks {
+				if !strings.HasPrefix(h.Socket, pluginv1alpha1.NodeHookSocketsRoot+"/") {
+					t.Errorf("socket %s is not under %s, where virt-handler dials node hooks by default", h.Socket, pluginv1alpha1.NodeHookSocketsRoot)
+				}
 				if !slices.Contains(c.Args, "--socket="+h.Socket) {
 					t.Errorf("container args %v do not serve %s", c.Args, h.Socket)
 				}

@@ -3,6 +3,7 @@
 package socketpath
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,11 +21,11 @@ import (
 // when it creates a socket, and Roots before it dials all apply it.
 //
 // The error reads as the end of a sentence about the path, for example
-// "must not contain '..'".
+// "must not contain '..'". For a path that is too long it wraps ErrTooLong.
 func CheckShape(path string) error {
 	switch {
 	case len(path) > v1alpha1.MaxSocketPathLength:
-		return fmt.Errorf("is %d bytes long, more than the %d a Unix socket path may have", len(path), v1alpha1.MaxSocketPathLength)
+		return tooLongError(len(path))
 	case strings.Contains(path, ".."):
 		return fmt.Errorf("must not contain '..'")
 	case slices.Contains(strings.Split(path, "/"), "."):
@@ -36,3 +37,16 @@ func CheckShape(path string) error {
 	}
 	return nil
 }
+
+// ErrTooLong is wrapped by the error of CheckShape for a path longer than
+// v1alpha1.MaxSocketPathLength bytes.
+var ErrTooLong = errors.New("socket path too long")
+
+// tooLongError is the error of CheckShape for a path of that many bytes.
+type tooLongError int
+
+func (n tooLongError) Error() string {
+	return fmt.Sprintf("is %d bytes long, more than the %d a Unix socket path may have", int(n), v1alpha1.MaxSocketPathLength)
+}
+
+func (tooLongError) Is(target error) bool { return target == ErrTooLong }

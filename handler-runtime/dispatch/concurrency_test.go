@@ -270,7 +270,7 @@ func TestWaitForTheVMIsDispatchInProgressIsMeasured(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := histogram(t, reg, "kubevirt_plugins_node_hook_vmi_wait_seconds", map[string]string{"hook_point": "OnVMStop"})
+	h := histogram(t, reg, MetricVMIWait, map[string]string{"hook_point": "OnVMStop"})
 	if h.GetSampleCount() != 1 || h.GetSampleSum() < held.Seconds() {
 		t.Fatalf("OnVMStop wait: %d samples summing to %gs, want one of at least %s", h.GetSampleCount(), h.GetSampleSum(), held)
 	}

@@ -34,8 +34,9 @@ import (
 )
 
 // DefaultSocketRoot is where node hook sockets may lie unless the host
-// allows other roots: the host path virt-handler mounts.
-const DefaultSocketRoot = "/var/run/kubevirt/"
+// allows other roots: pluginv1alpha1.NodeHookSocketsRoot, the host path
+// virt-handler mounts, with a trailing "/".
+const DefaultSocketRoot = pluginv1alpha1.NodeHookSocketsRoot + "/"
 
 // DefaultMaxInFlightPerSocket bounds concurrent calls to one node hook server.
 const DefaultMaxInFlightPerSocket = connpool.DefaultMaxInFlight

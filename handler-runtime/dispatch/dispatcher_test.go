@@ -273,11 +273,11 @@ func TestHookPastItsTimeoutIsCutOff(t *testing.T) {
 	if !errors.Is(err, ErrHookTimeout) {
 		t.Fatalf("Dispatch = %v, want ErrHookTimeout", err)
 	}
-	if n := sampleCount(t, reg, "kubevirt_plugins_node_hook_call_duration_seconds",
+	if n := sampleCount(t, reg, MetricCallDuration,
 		map[string]string{"plugin": "p", "hook_point": "PreVMStart", "outcome": OutcomeTimeout}); n != 1 {
 		t.Fatalf("%d timed-out calls recorded, want 1", n)
 	}
-	if n := sampleCount(t, reg, "kubevirt_plugins_node_hook_dispatch_duration_seconds",
+	if n := sampleCount(t, reg, MetricDispatchDuration,
 		map[string]string{"hook_point": "PreVMStart", "outcome": OutcomeError}); n != 1 {
 		t.Fatalf("%d failed dispatches recorded, want 1", n)
 	}

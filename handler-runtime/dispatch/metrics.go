@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/protos/collectors"
 )
 
@@ -19,6 +20,19 @@ const (
 	OutcomeError   = "error"
 	OutcomeTimeout = "timeout"
 )
+
+// Metric names registered on Options.Registerer, listed in the package
+// documentation.
+const (
+	MetricCallDuration       = metricPrefix + "call_duration_seconds"
+	MetricIgnoredFailures    = metricPrefix + "ignored_failures_total"
+	MetricDispatchDuration   = metricPrefix + "dispatch_duration_seconds"
+	MetricDispatchesInFlight = metricPrefix + "dispatches_in_flight"
+	MetricVMIWait            = metricPrefix + "vmi_wait_seconds"
+)
+
+// metricPrefix begins the name of every metric of the dispatcher.
+const metricPrefix = pluginv1alpha1.MetricsNamespace + "_node_hook_"
 
 type metrics struct {
 	callDuration     *prometheus.HistogramVec
@@ -34,25 +48,25 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{}
 	callDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kubevirt_plugins_node_hook_call_duration_seconds",
+		Name:    MetricCallDuration,
 		Help:    "Duration of node hook calls by plugin, hook point and outcome (success, error, timeout).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 	}, []string{"plugin", "hook_point", "outcome"})
 	ignoredFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kubevirt_plugins_node_hook_ignored_failures_total",
+		Name: MetricIgnoredFailures,
 		Help: "Node hook calls that failed or timed out and were ignored by failureStrategy Ignore.",
 	}, []string{"plugin", "hook_point"})
 	dispatchDuration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kubevirt_plugins_node_hook_dispatch_duration_seconds",
+		Name:    MetricDispatchDuration,
 		Help:    "Duration of whole dispatches (all selected hooks of one VMI at one hook point) by outcome (success, error).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 	}, []string{"hook_point", "outcome"})
 	inFlight := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "kubevirt_plugins_node_hook_dispatches_in_flight",
+		Name: MetricDispatchesInFlight,
 		Help: "Dispatches currently running, by hook point.",
 	}, []string{"hook_point"})
 	vmiWait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kubevirt_plugins_node_hook_vmi_wait_seconds",
+		Name:    MetricVMIWait,
 		Help:    "Time dispatches waited for the dispatch of the same VMI in progress (node hooks of one VMI run one after the other), by hook point.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 	}, []string{"hook_point"})

@@ -26,7 +26,7 @@ func TestTwoDispatchersOnOneRegistererShareTheCollectors(t *testing.T) {
 func TestRegisteringOverADifferentCollectorOfTheSameNameFails(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "kubevirt_plugins_node_hook_ignored_failures_total",
+		Name: MetricIgnoredFailures,
 		Help: "something else",
 	}))
 	if _, err := newMetrics(reg); err == nil {

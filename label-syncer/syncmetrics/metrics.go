@@ -23,6 +23,24 @@ const (
 	ResultError     = "error"
 )
 
+// Metric names, listed in the package documentation.
+const (
+	MetricPatches        = metricPrefix + "patches_total"
+	MetricPatchConflicts = metricPrefix + "patch_conflicts_total"
+	MetricSyncDuration   = metricPrefix + "sync_duration_seconds"
+	MetricSyncs          = metricPrefix + "syncs_total"
+	MetricRefusedKeys    = metricPrefix + "refused_keys_total"
+)
+
+// metricsNamespace begins the name of every Prometheus series of the
+// project. It is api/plugin/v1alpha1.MetricsNamespace, repeated because
+// label-syncer links none of the other modules; tests/metrics checks that
+// the two agree.
+const metricsNamespace = "kubevirt_plugins"
+
+// metricPrefix begins the name of every metric of the label syncer.
+const metricPrefix = metricsNamespace + "_label_syncer_"
+
 // Metrics records what the syncer does. A nil *Metrics records nothing.
 type Metrics struct {
 	patches   *prometheus.CounterVec
@@ -37,24 +55,24 @@ type Metrics struct {
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{}
 	patches := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kubevirt_plugins_label_syncer_patches_total",
+		Name: MetricPatches,
 		Help: "JSON patches the label syncer wrote, by target kind.",
 	}, []string{"target"})
 	conflicts := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kubevirt_plugins_label_syncer_patch_conflicts_total",
+		Name: MetricPatchConflicts,
 		Help: "Patches whose test failed because the target changed after it was read; each is re-read and retried.",
 	}, []string{"target"})
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kubevirt_plugins_label_syncer_sync_duration_seconds",
+		Name:    MetricSyncDuration,
 		Help:    "Time to bring one target in line with its source, retries included.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	}, []string{"target"})
 	syncs := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kubevirt_plugins_label_syncer_syncs_total",
+		Name: MetricSyncs,
 		Help: "Syncs of one target, by target kind and result (unchanged, patched, error).",
 	}, []string{"target", "result"})
 	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kubevirt_plugins_label_syncer_refused_keys_total",
+		Name: MetricRefusedKeys,
 		Help: "Source keys an entry selects that a target cannot take (a label key or value, or an annotation key, the API server rejects), counted per sync of a target; the other keys are synced.",
 	}, []string{"target", "kind"})
 	var err error

@@ -30,7 +30,7 @@ func TestMetricsAreRegisteredOnTheGivenRegistry(t *testing.T) {
 	if got := testutil.ToFloat64(m.conflicts.WithLabelValues(TargetVMI)); got != 1 {
 		t.Fatalf("conflicts{VMI} = %v, want 1", got)
 	}
-	n, err := testutil.GatherAndCount(reg, "kubevirt_plugins_label_syncer_sync_duration_seconds", "kubevirt_plugins_label_syncer_syncs_total")
+	n, err := testutil.GatherAndCount(reg, MetricSyncDuration, MetricSyncs)
 	if err != nil || n != 2 {
 		t.Fatalf("gathered %d series, err %v; want 2", n, err)
 	}
@@ -56,7 +56,7 @@ func TestRegisteringTwiceOnOneRegistrySharesTheCollectors(t *testing.T) {
 func TestRegisteringOverADifferentCollectorOfTheSameNameFails(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "kubevirt_plugins_label_syncer_patches_total",
+		Name: MetricPatches,
 		Help: "something else",
 	}))
 	if _, err := New(reg); err == nil {
@@ -64,10 +64,29 @@ func TestRegisteringOverADifferentCollectorOfTheSameNameFails(t *testing.T) {
 	}
 }
 
+// TestNilMetricsRecordNothing checks that the methods of a nil *Metrics
+// neither panic nor record: after calling each, no series of the label
+// syncer has a sample, neither on a registry New registered on (which a
+// nil *Metrics could only reach through state New kept) nor on the
+// process-wide default registry.
 func TestNilMetricsRecordNothing(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := New(reg); err != nil {
+		t.Fatal(err)
+	}
 	var m *Metrics
 	m.Patched(TargetPod)
 	m.Conflict(TargetPod)
 	m.Synced(TargetPod, ResultError, time.Second)
 	m.Refused(TargetPod, "label")
+	names := []string{MetricPatches, MetricPatchConflicts, MetricSyncDuration, MetricSyncs, MetricRefusedKeys}
+	for what, g := range map[string]prometheus.Gatherer{"the registry": reg, "the default registry": prometheus.DefaultGatherer} {
+		n, err := testutil.GatherAndCount(g, names...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("a nil *Metrics recorded %d series on %s", n, what)
+		}
+	}
 }

@@ -32,31 +32,31 @@ func (v Version) String() string {
 
 // The libvirt release that introduced each VIR_MIGRATE_PARAM_* parameter.
 var paramSince = map[string]Version{
-	"migrate_uri":                 V(1, 1, 0),
-	"destination_name":            V(1, 1, 0),
-	"destination_xml":             V(1, 1, 0),
-	"bandwidth":                   V(1, 1, 0),
-	"graphics_uri":                V(1, 1, 0),
-	"listen_address":              V(1, 1, 4),
-	"migrate_disks":               V(1, 2, 17),
-	"disks_port":                  V(1, 3, 3),
-	"compression":                 V(1, 3, 4),
-	"compression.mt.level":        V(1, 3, 4),
-	"compression.mt.threads":      V(1, 3, 4),
-	"compression.mt.dthreads":     V(1, 3, 4),
-	"compression.xbzrle.cache":    V(1, 3, 4),
-	"persistent_xml":              V(1, 3, 4),
-	"auto_converge.initial":       V(2, 0, 0),
-	"auto_converge.increment":     V(2, 0, 0),
-	"bandwidth.postcopy":          V(5, 1, 0),
-	"parallel.connections":        V(5, 2, 0),
-	"tls.destination":             V(6, 0, 0),
-	"disks_uri":                   V(6, 8, 0),
-	"compression.zlib.level":      V(9, 4, 0),
-	"compression.zstd.level":      V(9, 4, 0),
-	"migrate_disks_detect_zeroes": V(10, 9, 0),
-	"bandwidth.avail.switchover":  V(11, 1, 0),
-	"migrate_disks_target_zero":   V(12, 2, 0),
+	hooksv1alpha1.ParamMigrateURI:               V(1, 1, 0),
+	hooksv1alpha1.ParamDestinationName:          V(1, 1, 0),
+	hooksv1alpha1.ParamDestinationXML:           V(1, 1, 0),
+	hooksv1alpha1.ParamBandwidth:                V(1, 1, 0),
+	hooksv1alpha1.ParamGraphicsURI:              V(1, 1, 0),
+	hooksv1alpha1.ParamListenAddress:            V(1, 1, 4),
+	hooksv1alpha1.ParamMigrateDisks:             V(1, 2, 17),
+	hooksv1alpha1.ParamDisksPort:                V(1, 3, 3),
+	hooksv1alpha1.ParamCompression:              V(1, 3, 4),
+	hooksv1alpha1.ParamCompressionMTLevel:       V(1, 3, 4),
+	hooksv1alpha1.ParamCompressionMTThreads:     V(1, 3, 4),
+	hooksv1alpha1.ParamCompressionMTDThreads:    V(1, 3, 4),
+	hooksv1alpha1.ParamCompressionXBZRLECache:   V(1, 3, 4),
+	hooksv1alpha1.ParamPersistentXML:            V(1, 3, 4),
+	hooksv1alpha1.ParamAutoConvergeInitial:      V(2, 0, 0),
+	hooksv1alpha1.ParamAutoConvergeIncrement:    V(2, 0, 0),
+	hooksv1alpha1.ParamBandwidthPostcopy:        V(5, 1, 0),
+	hooksv1alpha1.ParamParallelConnections:      V(5, 2, 0),
+	hooksv1alpha1.ParamTLSDestination:           V(6, 0, 0),
+	hooksv1alpha1.ParamDisksURI:                 V(6, 8, 0),
+	hooksv1alpha1.ParamCompressionZlibLevel:     V(9, 4, 0),
+	hooksv1alpha1.ParamCompressionZstdLevel:     V(9, 4, 0),
+	hooksv1alpha1.ParamMigrateDisksDetectZeroes: V(10, 9, 0),
+	hooksv1alpha1.ParamBandwidthAvailSwitchover: V(11, 1, 0),
+	hooksv1alpha1.ParamMigrateDisksTargetZero:   V(12, 2, 0),
 }
 
 // The libvirt release that introduced each compression method; earlier
@@ -110,40 +110,40 @@ func MigrateParameters(p *hooksv1alpha1.MigrationParams, lib Version) (*libvirt.
 		}
 	}
 
-	str("migrate_uri", p.MigrateUri, &out.URISet, &out.URI)
-	str("destination_name", p.DestinationName, &out.DestNameSet, &out.DestName)
-	str("destination_xml", p.DestinationXml, &out.DestXMLSet, &out.DestXML)
-	str("persistent_xml", p.PersistentXml, &out.PersistXMLSet, &out.PersistXML)
-	str("graphics_uri", p.GraphicsUri, &out.GraphicsURISet, &out.GraphicsURI)
-	str("listen_address", p.ListenAddress, &out.ListenAddressSet, &out.ListenAddress)
-	str("disks_uri", p.DisksUri, &out.DisksURISet, &out.DisksURI)
-	str("tls.destination", p.TlsDestination, &out.TLSDestinationSet, &out.TLSDestination)
+	str(hooksv1alpha1.ParamMigrateURI, p.MigrateUri, &out.URISet, &out.URI)
+	str(hooksv1alpha1.ParamDestinationName, p.DestinationName, &out.DestNameSet, &out.DestName)
+	str(hooksv1alpha1.ParamDestinationXML, p.DestinationXml, &out.DestXMLSet, &out.DestXML)
+	str(hooksv1alpha1.ParamPersistentXML, p.PersistentXml, &out.PersistXMLSet, &out.PersistXML)
+	str(hooksv1alpha1.ParamGraphicsURI, p.GraphicsUri, &out.GraphicsURISet, &out.GraphicsURI)
+	str(hooksv1alpha1.ParamListenAddress, p.ListenAddress, &out.ListenAddressSet, &out.ListenAddress)
+	str(hooksv1alpha1.ParamDisksURI, p.DisksUri, &out.DisksURISet, &out.DisksURI)
+	str(hooksv1alpha1.ParamTLSDestination, p.TlsDestination, &out.TLSDestinationSet, &out.TLSDestination)
 
 	if err := bandwidth(p, lib, out); err != nil {
 		errs = append(errs, err)
 	}
-	u64("bandwidth.avail.switchover", p.BandwidthAvailSwitchover, &out.BandwidthAvailSwitchoverSet, &out.BandwidthAvailSwitchover)
-	u64("compression.xbzrle.cache", p.CompressionXbzrleCache, &out.CompressionXBZRLECacheSet, &out.CompressionXBZRLECache)
+	u64(hooksv1alpha1.ParamBandwidthAvailSwitchover, p.BandwidthAvailSwitchover, &out.BandwidthAvailSwitchoverSet, &out.BandwidthAvailSwitchover)
+	u64(hooksv1alpha1.ParamCompressionXBZRLECache, p.CompressionXbzrleCache, &out.CompressionXBZRLECacheSet, &out.CompressionXBZRLECache)
 
-	i32("disks_port", p.DisksPort, &out.DisksPortSet, &out.DisksPort)
-	i32("compression.mt.level", p.CompressionMtLevel, &out.CompressionMTLevelSet, &out.CompressionMTLevel)
-	i32("compression.mt.threads", p.CompressionMtThreads, &out.CompressionMTThreadsSet, &out.CompressionMTThreads)
-	i32("compression.mt.dthreads", p.CompressionMtDthreads, &out.CompressionMTDThreadsSet, &out.CompressionMTDThreads)
-	i32("compression.zlib.level", p.CompressionZlibLevel, &out.CompressionZlibLevelSet, &out.CompressionZlibLevel)
-	i32("compression.zstd.level", p.CompressionZstdLevel, &out.CompressionZstdLevelSet, &out.CompressionZstdLevel)
-	i32("auto_converge.initial", p.AutoConvergeInitial, &out.AutoConvergeInitialSet, &out.AutoConvergeInitial)
-	i32("auto_converge.increment", p.AutoConvergeIncrement, &out.AutoConvergeIncrementSet, &out.AutoConvergeIncrement)
-	i32("parallel.connections", p.ParallelConnections, &out.ParallelConnectionsSet, &out.ParallelConnections)
+	i32(hooksv1alpha1.ParamDisksPort, p.DisksPort, &out.DisksPortSet, &out.DisksPort)
+	i32(hooksv1alpha1.ParamCompressionMTLevel, p.CompressionMtLevel, &out.CompressionMTLevelSet, &out.CompressionMTLevel)
+	i32(hooksv1alpha1.ParamCompressionMTThreads, p.CompressionMtThreads, &out.CompressionMTThreadsSet, &out.CompressionMTThreads)
+	i32(hooksv1alpha1.ParamCompressionMTDThreads, p.CompressionMtDthreads, &out.CompressionMTDThreadsSet, &out.CompressionMTDThreads)
+	i32(hooksv1alpha1.ParamCompressionZlibLevel, p.CompressionZlibLevel, &out.CompressionZlibLevelSet, &out.CompressionZlibLevel)
+	i32(hooksv1alpha1.ParamCompressionZstdLevel, p.CompressionZstdLevel, &out.CompressionZstdLevelSet, &out.CompressionZstdLevel)
+	i32(hooksv1alpha1.ParamAutoConvergeInitial, p.AutoConvergeInitial, &out.AutoConvergeInitialSet, &out.AutoConvergeInitial)
+	i32(hooksv1alpha1.ParamAutoConvergeIncrement, p.AutoConvergeIncrement, &out.AutoConvergeIncrementSet, &out.AutoConvergeIncrement)
+	i32(hooksv1alpha1.ParamParallelConnections, p.ParallelConnections, &out.ParallelConnectionsSet, &out.ParallelConnections)
 
-	list("migrate_disks", p.MigrateDisks, &out.MigrateDisksSet, &out.MigrateDisks)
-	list("migrate_disks_detect_zeroes", p.MigrateDisksDetectZeroes, &out.MigrateDisksDetectZeroesSet, &out.MigrateDisksDetectZeroesList)
-	list("migrate_disks_target_zero", p.MigrateDisksTargetZero, &out.MigrateDisksTargetZeroSet, &out.MigrateDisksTargetZero)
+	list(hooksv1alpha1.ParamMigrateDisks, p.MigrateDisks, &out.MigrateDisksSet, &out.MigrateDisks)
+	list(hooksv1alpha1.ParamMigrateDisksDetectZeroes, p.MigrateDisksDetectZeroes, &out.MigrateDisksDetectZeroesSet, &out.MigrateDisksDetectZeroesList)
+	list(hooksv1alpha1.ParamMigrateDisksTargetZero, p.MigrateDisksTargetZero, &out.MigrateDisksTargetZeroSet, &out.MigrateDisksTargetZero)
 
 	if methods := p.GetCompression().GetValues(); len(methods) > 1 {
-		errs = append(errs, fmt.Errorf("%w: %q lists %d methods %q, but libvirt.org/go/libvirt v1.12005.0 passes only one; choose one method", ErrUnsupportedParam, "compression", len(methods), methods))
-	} else if len(methods) == 1 && use("compression") {
+		errs = append(errs, fmt.Errorf("%w: %q lists %d methods %q, but libvirt.org/go/libvirt v1.12005.0 passes only one; choose one method", ErrUnsupportedParam, hooksv1alpha1.ParamCompression, len(methods), methods))
+	} else if len(methods) == 1 && use(hooksv1alpha1.ParamCompression) {
 		if since, known := compressionSince[methods[0]]; known && lib < since {
-			errs = append(errs, fmt.Errorf("%w: %q method %q needs libvirt %s or newer, the connected libvirt is %s", ErrUnsupportedParam, "compression", methods[0], since, lib))
+			errs = append(errs, fmt.Errorf("%w: %q method %q needs libvirt %s or newer, the connected libvirt is %s", ErrUnsupportedParam, hooksv1alpha1.ParamCompression, methods[0], since, lib))
 		} else {
 			out.CompressionSet, out.Compression = true, methods[0]
 		}
@@ -164,13 +164,13 @@ func bandwidth(p *hooksv1alpha1.MigrationParams, lib Version, out *libvirt.Domai
 	case !hasPre && !hasPost:
 		return nil
 	case !hasPre:
-		return fmt.Errorf("%w: %q (%d MiB/s) cannot be sent without %q equal to it: libvirt.org/go/libvirt v1.12005.0 fills both parameters from one field, so it would cap pre-copy as well", ErrUnsupportedParam, "bandwidth.postcopy", post.GetValue(), "bandwidth")
+		return fmt.Errorf("%w: %q (%d MiB/s) cannot be sent without %q equal to it: libvirt.org/go/libvirt v1.12005.0 fills both parameters from one field, so it would cap pre-copy as well", ErrUnsupportedParam, hooksv1alpha1.ParamBandwidthPostcopy, post.GetValue(), hooksv1alpha1.ParamBandwidth)
 	case hasPost && post.GetValue() != pre.GetValue():
-		return fmt.Errorf("%w: %q (%d MiB/s) differs from %q (%d MiB/s): libvirt.org/go/libvirt v1.12005.0 fills both parameters from one field", ErrUnsupportedParam, "bandwidth.postcopy", post.GetValue(), "bandwidth", pre.GetValue())
+		return fmt.Errorf("%w: %q (%d MiB/s) differs from %q (%d MiB/s): libvirt.org/go/libvirt v1.12005.0 fills both parameters from one field", ErrUnsupportedParam, hooksv1alpha1.ParamBandwidthPostcopy, post.GetValue(), hooksv1alpha1.ParamBandwidth, pre.GetValue())
 	}
 	// The binding sends bandwidth.postcopy along with bandwidth, so the
 	// connected libvirt must know both.
-	for _, name := range []string{"bandwidth", "bandwidth.postcopy"} {
+	for _, name := range []string{hooksv1alpha1.ParamBandwidth, hooksv1alpha1.ParamBandwidthPostcopy} {
 		if since := paramSince[name]; lib < since {
 			return fmt.Errorf("%w: %q needs libvirt %s or newer, the connected libvirt is %s (libvirt.org/go/libvirt v1.12005.0 sends it whenever bandwidth is set)", ErrUnsupportedParam, name, since, lib)
 		}

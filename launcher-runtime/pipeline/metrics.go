@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubevirt-plugins/framework/api/hookresult"
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/protos/collectors"
 )
 
@@ -29,12 +30,16 @@ const (
 	OutcomeSkipped = hookresult.Skipped
 )
 
-// Metric names registered on Options.Registerer.
+// Metric names registered on Options.Registerer, listed in the package
+// documentation.
 const (
-	MetricHookDuration = "kubevirt_plugins_launcher_hook_duration_seconds"
-	MetricHookOutcomes = "kubevirt_plugins_launcher_hook_outcomes_total"
-	MetricHookOverlaps = "kubevirt_plugins_launcher_hook_overlaps_total"
+	MetricHookDuration = metricPrefix + "duration_seconds"
+	MetricHookOutcomes = metricPrefix + "outcomes_total"
+	MetricHookOverlaps = metricPrefix + "overlaps_total"
 )
+
+// metricPrefix begins the name of every metric of the launcher pipeline.
+const metricPrefix = pluginv1alpha1.MetricsNamespace + "_launcher_hook_"
 
 type metrics struct {
 	duration *prometheus.HistogramVec

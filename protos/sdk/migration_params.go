@@ -4,41 +4,40 @@ package sdk
 
 import (
 	"fmt"
-	"sort"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
 
-// libvirt's migration parameter names (the strings behind
-// VIR_MIGRATE_PARAM_*), one per MigrationParams field.
+// libvirt's migration parameter names, one per MigrationParams field: the
+// names hooksv1alpha1 defines, under the SDK's names.
 const (
-	ParamMigrateURI               = "migrate_uri"
-	ParamDestinationName          = "destination_name"
-	ParamDestinationXML           = "destination_xml"
-	ParamPersistentXML            = "persistent_xml"
-	ParamGraphicsURI              = "graphics_uri"
-	ParamListenAddress            = "listen_address"
-	ParamDisksURI                 = "disks_uri"
-	ParamTLSDestination           = "tls.destination"
-	ParamBandwidth                = "bandwidth"
-	ParamBandwidthPostcopy        = "bandwidth.postcopy"
-	ParamBandwidthAvailSwitchover = "bandwidth.avail.switchover"
-	ParamCompressionXBZRLECache   = "compression.xbzrle.cache"
-	ParamDisksPort                = "disks_port"
-	ParamCompressionMTLevel       = "compression.mt.level"
-	ParamCompressionMTThreads     = "compression.mt.threads"
-	ParamCompressionMTDThreads    = "compression.mt.dthreads"
-	ParamCompressionZlibLevel     = "compression.zlib.level"
-	ParamCompressionZstdLevel     = "compression.zstd.level"
-	ParamAutoConvergeInitial      = "auto_converge.initial"
-	ParamAutoConvergeIncrement    = "auto_converge.increment"
-	ParamParallelConnections      = "parallel.connections"
-	ParamMigrateDisks             = "migrate_disks"
-	ParamMigrateDisksDetectZeroes = "migrate_disks_detect_zeroes"
-	ParamMigrateDisksTargetZero   = "migrate_disks_target_zero"
-	ParamCompression              = "compression"
+	ParamMigrateURI               = hooksv1alpha1.ParamMigrateURI
+	ParamDestinationName          = hooksv1alpha1.ParamDestinationName
+	ParamDestinationXML           = hooksv1alpha1.ParamDestinationXML
+	ParamPersistentXML            = hooksv1alpha1.ParamPersistentXML
+	ParamGraphicsURI              = hooksv1alpha1.ParamGraphicsURI
+	ParamListenAddress            = hooksv1alpha1.ParamListenAddress
+	ParamDisksURI                 = hooksv1alpha1.ParamDisksURI
+	ParamTLSDestination           = hooksv1alpha1.ParamTLSDestination
+	ParamBandwidth                = hooksv1alpha1.ParamBandwidth
+	ParamBandwidthPostcopy        = hooksv1alpha1.ParamBandwidthPostcopy
+	ParamBandwidthAvailSwitchover = hooksv1alpha1.ParamBandwidthAvailSwitchover
+	ParamCompressionXBZRLECache   = hooksv1alpha1.ParamCompressionXBZRLECache
+	ParamDisksPort                = hooksv1alpha1.ParamDisksPort
+	ParamCompressionMTLevel       = hooksv1alpha1.ParamCompressionMTLevel
+	ParamCompressionMTThreads     = hooksv1alpha1.ParamCompressionMTThreads
+	ParamCompressionMTDThreads    = hooksv1alpha1.ParamCompressionMTDThreads
+	ParamCompressionZlibLevel     = hooksv1alpha1.ParamCompressionZlibLevel
+	ParamCompressionZstdLevel     = hooksv1alpha1.ParamCompressionZstdLevel
+	ParamAutoConvergeInitial      = hooksv1alpha1.ParamAutoConvergeInitial
+	ParamAutoConvergeIncrement    = hooksv1alpha1.ParamAutoConvergeIncrement
+	ParamParallelConnections      = hooksv1alpha1.ParamParallelConnections
+	ParamMigrateDisks             = hooksv1alpha1.ParamMigrateDisks
+	ParamMigrateDisksDetectZeroes = hooksv1alpha1.ParamMigrateDisksDetectZeroes
+	ParamMigrateDisksTargetZero   = hooksv1alpha1.ParamMigrateDisksTargetZero
+	ParamCompression              = hooksv1alpha1.ParamCompression
 )
 
 // ParamKind is the type of a migration parameter.
@@ -97,15 +96,7 @@ func KindOfParam(name string) ParamKind {
 
 // ParamNames returns every libvirt parameter name the contract models,
 // sorted.
-func ParamNames() []string {
-	fields := (&hooksv1alpha1.MigrationParams{}).ProtoReflect().Descriptor().Fields()
-	out := make([]string, 0, fields.Len())
-	for i := 0; i < fields.Len(); i++ {
-		out = append(out, hooksv1alpha1.LibvirtParamName(fields.Get(i)))
-	}
-	sort.Strings(out)
-	return out
-}
+func ParamNames() []string { return hooksv1alpha1.LibvirtParamNames() }
 
 // MigrationParams is a read-only view of the migration parameters of a
 // request, addressed by libvirt name. The zero value has no parameters.

@@ -142,7 +142,7 @@ func benchOnce(b *testing.B, mopts []syncer.ManagerOption, admin client.Client, 
 	b.ReportMetric(perVM(bad.writes.pod), "bad-pod-writes/VM")
 	b.ReportMetric(perVM(bad.writes.other), "bad-other-writes/VM")
 	b.ReportMetric(float64(badEvents), "bad-key-events")
-	b.ReportMetric(run.counter(b, "kubevirt_plugins_label_syncer_refused_keys_total", nil), "bad-key-refusals")
+	b.ReportMetric(run.counter(b, syncmetrics.MetricRefusedKeys, nil), "bad-key-refusals")
 	b.Logf("%d VMs: initial writes %+v, change writes %+v, steady writes %+v, heap %.1f MiB, converged in %s (templates patched in %s); "+
 		"with a refused key: writes %+v, %d events, converged in %s",
 		n, initial, routine.writes, steady, float64(heap)/(1<<20), routine.converge.Round(time.Millisecond), routine.patched.Round(time.Millisecond),
@@ -164,8 +164,8 @@ type templateChange struct {
 // VMI and Pod carries it and the syncs the patches caused have run out, and
 // returns the time and the writes.
 func changeTemplates(b *testing.B, run *syncerRun, writes *writeCounter, admin client.Client, ns string, n int, gen, extraLabels string) templateChange {
-	vmiSyncs := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
-	podSyncs := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
+	vmiSyncs := run.counter(b, syncmetrics.MetricSyncs, map[string]string{"target": syncmetrics.TargetVMI})
+	podSyncs := run.counter(b, syncmetrics.MetricSyncs, map[string]string{"target": syncmetrics.TargetPod})
 	before := writes.snapshot()
 	t0 := time.Now()
 	if err := forEach(n, 16, func(i int) error {
@@ -189,8 +189,8 @@ func changeTemplates(b *testing.B, run *syncerRun, writes *writeCounter, admin c
 func waitSyncs(b *testing.B, run *syncerRun, vmi, pod float64) {
 	b.Helper()
 	waitLong(b, "syncs done", func() error {
-		gotVMI := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetVMI})
-		gotPod := run.counter(b, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"target": syncmetrics.TargetPod})
+		gotVMI := run.counter(b, syncmetrics.MetricSyncs, map[string]string{"target": syncmetrics.TargetVMI})
+		gotPod := run.counter(b, syncmetrics.MetricSyncs, map[string]string{"target": syncmetrics.TargetPod})
 		if gotVMI < vmi || gotPod < pod {
 			return fmt.Errorf("VMI syncs %v of %v, Pod syncs %v of %v", gotVMI, vmi, gotPod, pod)
 		}

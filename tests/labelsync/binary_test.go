@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
 	"github.com/kubevirt-plugins/framework/tests/framework/poll"
 	"github.com/kubevirt-plugins/framework/tests/framework/ports"
@@ -114,9 +115,9 @@ func TestBinaryWithValidEntriesSyncsAndServesMetrics(t *testing.T) {
 			return err
 		}
 		for _, re := range []string{
-			`kubevirt_plugins_label_syncer_patches_total\{target="VirtualMachineInstance"\} [1-9]`,
-			`kubevirt_plugins_label_syncer_patches_total\{target="Pod"\} [1-9]`,
-			`kubevirt_plugins_label_syncer_sync_duration_seconds_count\{target="Pod"\} [1-9]`,
+			syncmetrics.MetricPatches + `\{target="VirtualMachineInstance"\} [1-9]`,
+			syncmetrics.MetricPatches + `\{target="Pod"\} [1-9]`,
+			syncmetrics.MetricSyncDuration + `_count\{target="Pod"\} [1-9]`,
 			`controller_runtime_reconcile_total\{controller="labelsync-vmi-to-pod",result="success"\} [1-9]`,
 		} {
 			if !regexp.MustCompile(re).MatchString(body) {

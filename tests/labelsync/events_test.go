@@ -40,7 +40,7 @@ func TestRoutineSyncWritesNoEvent(t *testing.T) {
 	poll.Until(t, "the removal on the VMI and the Pod", waitTimeout, func() error {
 		return bothHave(t, a, map[string]string{"ops.example.com/tier": ""})
 	})
-	if got := run.counter(t, "kubevirt_plugins_label_syncer_syncs_total", map[string]string{"result": syncmetrics.ResultPatched}); got != 4 {
+	if got := run.counter(t, syncmetrics.MetricSyncs, map[string]string{"result": syncmetrics.ResultPatched}); got != 4 {
 		t.Errorf("patched syncs = %v, want 4 (two VMI, two Pod)", got)
 	}
 
@@ -80,7 +80,7 @@ func TestRefusedKeyOnManyVMsWritesAtMostTheBound(t *testing.T) {
 		})
 	}
 	poll.Until(t, "every VMI's refusal counted", waitTimeout, func() error {
-		if got := run.counter(t, "kubevirt_plugins_label_syncer_refused_keys_total", map[string]string{"target": syncmetrics.TargetVMI}); got < n {
+		if got := run.counter(t, syncmetrics.MetricRefusedKeys, map[string]string{"target": syncmetrics.TargetVMI}); got < n {
 			return fmt.Errorf("%v refusals counted, want at least %d", got, n)
 		}
 		return nil

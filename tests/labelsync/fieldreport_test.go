@@ -63,10 +63,10 @@ func TestFieldReportExperiment(t *testing.T) {
 	t.Run("one patch per object and change", func(t *testing.T) {
 		// Three template changes (A twice, B once), each one VMI and one
 		// Pod patch.
-		if got := run.counter(t, "kubevirt_plugins_label_syncer_patches_total", map[string]string{"target": syncmetrics.TargetVMI}); got != 3 {
+		if got := run.counter(t, syncmetrics.MetricPatches, map[string]string{"target": syncmetrics.TargetVMI}); got != 3 {
 			t.Errorf("VMI patches = %v, want 3", got)
 		}
-		if got := run.counter(t, "kubevirt_plugins_label_syncer_patches_total", map[string]string{"target": syncmetrics.TargetPod}); got != 3 {
+		if got := run.counter(t, syncmetrics.MetricPatches, map[string]string{"target": syncmetrics.TargetPod}); got != 3 {
 			t.Errorf("Pod patches = %v, want 3", got)
 		}
 	})

@@ -60,7 +60,7 @@ func TestAnnotationsSyncLikeLabels(t *testing.T) {
 		return bothHave(t, r, map[string]string{"ops.example.com/owner": "team-b"})
 	})
 	for _, target := range []string{syncmetrics.TargetVMI, syncmetrics.TargetPod} {
-		if got := run.counter(t, "kubevirt_plugins_label_syncer_patches_total", map[string]string{"target": target}); got != 1 {
+		if got := run.counter(t, syncmetrics.MetricPatches, map[string]string{"target": target}); got != 1 {
 			t.Errorf("%s patches = %v, want 1 (labels and annotations in one patch)", target, got)
 		}
 	}
@@ -140,7 +140,7 @@ func TestConcurrentWriterOnTheVMIKeepsBothSidesKeys(t *testing.T) {
 		return want("Pod", podLabels, map[string]string{"ops.example.com/gen": fmt.Sprint(generations), "ops.example.com/step-1": "x", "writer.example.com/k-0": ""})
 	})
 	t.Logf("writer added %d labels; the syncer retried %v VMI patches after a failed test",
-		n, run.counter(t, "kubevirt_plugins_label_syncer_patch_conflicts_total", map[string]string{"target": syncmetrics.TargetVMI}))
+		n, run.counter(t, syncmetrics.MetricPatchConflicts, map[string]string{"target": syncmetrics.TargetVMI}))
 }
 
 // TestHandEditsOnTargetsArePutBack: sync is one way; a synced key edited or

@@ -69,6 +69,9 @@ const (
 	Ignore FailureStrategy = "Ignore"
 )
 
+// FailureStrategies lists every failure strategy.
+var FailureStrategies = []FailureStrategy{Fail, Ignore}
+
 const (
 	// DefaultTimeout bounds a sidecar launcher hook or node hook call when
 	// the hook sets no timeout of its own.
@@ -82,6 +85,14 @@ const (
 	// SocketsVolumeName is the name of the launcher Pod volume that holds
 	// the sidecar sockets.
 	SocketsVolumeName = "kubevirt-plugin-sockets"
+	// NodeHookSocketsRoot is the host directory virt-handler mounts and in
+	// which node hook sockets lie, unless the node allows other roots.
+	NodeHookSocketsRoot = "/var/run/kubevirt"
+	// MetricsNamespace begins the name of every Prometheus series the
+	// project defines: MetricsNamespace_<component>_..., the component
+	// being launcher_hook (launcher-runtime), node_hook (handler-runtime)
+	// or label_syncer.
+	MetricsNamespace = "kubevirt_plugins"
 	// MaxSocketPathLength is the size of sun_path in struct sockaddr_un.
 	MaxSocketPathLength = 108
 	// EphemeralDiskDir is where the compute container keeps ephemeral disks
@@ -199,7 +210,7 @@ type LauncherHook struct {
 }
 
 // CELHook transforms the domain with a CEL expression.
-// +kubebuilder:validation:XValidation:rule="self.hookPoint == 'GuestDefinition'",message="CEL hooks are supported only at hook point GuestDefinition; use a sidecar for PreBoot and PreMigrationSource"
+// +kubebuilder:validation:XValidation:rule="self.hookPoint == 'GuestDefinition'",fieldPath=".hookPoint",message="CEL hooks are supported only at hook point GuestDefinition; use a sidecar for PreBoot and PreMigrationSource"
 type CELHook struct {
 	// HookPoint is where the expression runs. Only GuestDefinition.
 	// +required

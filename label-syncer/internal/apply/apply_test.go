@@ -141,7 +141,7 @@ func TestFailedTestRereadsAndRetries(t *testing.T) {
 	if s.patches != 2 {
 		t.Fatalf("patches = %d, want 2", s.patches)
 	}
-	if n := counterValue(t, s.reg, "kubevirt_plugins_label_syncer_patch_conflicts_total"); n != 1 {
+	if n := counterValue(t, s.reg, syncmetrics.MetricPatchConflicts); n != 1 {
 		t.Fatalf("conflicts = %v, want 1", n)
 	}
 }

@@ -5,41 +5,81 @@ package hooksv1alpha1
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 	"sort"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
+// libvirt's names of the migration parameters MigrationParams carries (the
+// strings behind VIR_MIGRATE_PARAM_*). With libvirtParamNames below they are
+// the project's one table of these parameters: the SDK's names, the
+// launcher's conversion to the libvirt binding and its tests derive from it.
+const (
+	ParamMigrateURI               = "migrate_uri"
+	ParamDestinationName          = "destination_name"
+	ParamDestinationXML           = "destination_xml"
+	ParamPersistentXML            = "persistent_xml"
+	ParamGraphicsURI              = "graphics_uri"
+	ParamListenAddress            = "listen_address"
+	ParamDisksURI                 = "disks_uri"
+	ParamTLSDestination           = "tls.destination"
+	ParamBandwidth                = "bandwidth"
+	ParamBandwidthPostcopy        = "bandwidth.postcopy"
+	ParamBandwidthAvailSwitchover = "bandwidth.avail.switchover"
+	ParamCompressionXBZRLECache   = "compression.xbzrle.cache"
+	ParamDisksPort                = "disks_port"
+	ParamCompressionMTLevel       = "compression.mt.level"
+	ParamCompressionMTThreads     = "compression.mt.threads"
+	ParamCompressionMTDThreads    = "compression.mt.dthreads"
+	ParamCompressionZlibLevel     = "compression.zlib.level"
+	ParamCompressionZstdLevel     = "compression.zstd.level"
+	ParamAutoConvergeInitial      = "auto_converge.initial"
+	ParamAutoConvergeIncrement    = "auto_converge.increment"
+	ParamParallelConnections      = "parallel.connections"
+	ParamMigrateDisks             = "migrate_disks"
+	ParamMigrateDisksDetectZeroes = "migrate_disks_detect_zeroes"
+	ParamMigrateDisksTargetZero   = "migrate_disks_target_zero"
+	ParamCompression              = "compression"
+)
+
 // libvirtParamNames maps each MigrationParams field to the name libvirt
-// gives the parameter (the string behind VIR_MIGRATE_PARAM_*).
+// gives the parameter.
 var libvirtParamNames = map[protoreflect.Name]string{
-	"migrate_uri":                 "migrate_uri",
-	"destination_name":            "destination_name",
-	"destination_xml":             "destination_xml",
-	"persistent_xml":              "persistent_xml",
-	"graphics_uri":                "graphics_uri",
-	"listen_address":              "listen_address",
-	"disks_uri":                   "disks_uri",
-	"tls_destination":             "tls.destination",
-	"bandwidth":                   "bandwidth",
-	"bandwidth_postcopy":          "bandwidth.postcopy",
-	"bandwidth_avail_switchover":  "bandwidth.avail.switchover",
-	"compression_xbzrle_cache":    "compression.xbzrle.cache",
-	"disks_port":                  "disks_port",
-	"compression_mt_level":        "compression.mt.level",
-	"compression_mt_threads":      "compression.mt.threads",
-	"compression_mt_dthreads":     "compression.mt.dthreads",
-	"compression_zlib_level":      "compression.zlib.level",
-	"compression_zstd_level":      "compression.zstd.level",
-	"auto_converge_initial":       "auto_converge.initial",
-	"auto_converge_increment":     "auto_converge.increment",
-	"parallel_connections":        "parallel.connections",
-	"migrate_disks":               "migrate_disks",
-	"migrate_disks_detect_zeroes": "migrate_disks_detect_zeroes",
-	"migrate_disks_target_zero":   "migrate_disks_target_zero",
-	"compression":                 "compression",
+	"migrate_uri":                 ParamMigrateURI,
+	"destination_name":            ParamDestinationName,
+	"destination_xml":             ParamDestinationXML,
+	"persistent_xml":              ParamPersistentXML,
+	"graphics_uri":                ParamGraphicsURI,
+	"listen_address":              ParamListenAddress,
+	"disks_uri":                   ParamDisksURI,
+	"tls_destination":             ParamTLSDestination,
+	"bandwidth":                   ParamBandwidth,
+	"bandwidth_postcopy":          ParamBandwidthPostcopy,
+	"bandwidth_avail_switchover":  ParamBandwidthAvailSwitchover,
+	"compression_xbzrle_cache":    ParamCompressionXBZRLECache,
+	"disks_port":                  ParamDisksPort,
+	"compression_mt_level":        ParamCompressionMTLevel,
+	"compression_mt_threads":      ParamCompressionMTThreads,
+	"compression_mt_dthreads":     ParamCompressionMTDThreads,
+	"compression_zlib_level":      ParamCompressionZlibLevel,
+	"compression_zstd_level":      ParamCompressionZstdLevel,
+	"auto_converge_initial":       ParamAutoConvergeInitial,
+	"auto_converge_increment":     ParamAutoConvergeIncrement,
+	"parallel_connections":        ParamParallelConnections,
+	"migrate_disks":               ParamMigrateDisks,
+	"migrate_disks_detect_zeroes": ParamMigrateDisksDetectZeroes,
+	"migrate_disks_target_zero":   ParamMigrateDisksTargetZero,
+	"compression":                 ParamCompression,
+}
+
+// LibvirtParamNames returns libvirt's name of every migration parameter the
+// contract carries, one per MigrationParams field, sorted.
+func LibvirtParamNames() []string {
+	return slices.Sorted(maps.Values(libvirtParamNames))
 }
 
 // LibvirtParamName returns libvirt's name for a MigrationParams field, for

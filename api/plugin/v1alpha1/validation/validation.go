@@ -8,6 +8,7 @@
 package validation
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -83,7 +84,7 @@ func launcherHook(path *field.Path, plugin string, h *v1alpha1.LauncherHook) fie
 	}
 	if h.Sidecar != nil {
 		p := path.Child("sidecar")
-		errs = append(errs, socketPathErrors(p.Child("socketPath"), plugin, h.Sidecar.SocketPath)...)
+		errs = append(errs, socketField(p.Child("socketPath"), h.Sidecar.SocketPath, SocketPath(plugin, h.Sidecar.SocketPath))...)
 		errs = append(errs, hookPoints(p.Child("permittedHooks"), h.Sidecar.PermittedHooks, validLauncherPoint, launcherPointNames())...)
 	}
 	errs = append(errs, failureStrategy(path.Child("failureStrategy"), h.FailureStrategy)...)
@@ -95,11 +96,7 @@ func launcherHook(path *field.Path, plugin string, h *v1alpha1.LauncherHook) fie
 
 func nodeHook(path *field.Path, h *v1alpha1.NodeHook) field.ErrorList {
 	var errs field.ErrorList
-	if len(h.Socket) > v1alpha1.MaxSocketPathLength {
-		errs = append(errs, field.TooLong(path.Child("socket"), h.Socket, v1alpha1.MaxSocketPathLength))
-	} else if err := nodeSocket(h.Socket); err != nil {
-		errs = append(errs, field.Invalid(path.Child("socket"), h.Socket, err.Error()))
-	}
+	errs = append(errs, socketField(path.Child("socket"), h.Socket, nodeSocket(h.Socket))...)
 	errs = append(errs, hookPoints(path.Child("permittedHooks"), h.PermittedHooks, validNodePoint, nodePointNames())...)
 	errs = append(errs, failureStrategy(path.Child("failureStrategy"), h.FailureStrategy)...)
 	if h.Timeout != nil && h.Timeout.Duration <= 0 {
@@ -129,21 +126,27 @@ func hookPoints[P ~string](path *field.Path, points []P, valid func(P) bool, nam
 }
 
 func failureStrategy(path *field.Path, s v1alpha1.FailureStrategy) field.ErrorList {
-	switch s {
-	case "", v1alpha1.Fail, v1alpha1.Ignore:
+	if s == "" || slices.Contains(v1alpha1.FailureStrategies, s) {
 		return nil
 	}
-	return field.ErrorList{field.NotSupported(path, s, []string{string(v1alpha1.Fail), string(v1alpha1.Ignore)})}
+	names := make([]string, len(v1alpha1.FailureStrategies))
+	for i, f := range v1alpha1.FailureStrategies {
+		names[i] = string(f)
+	}
+	return field.ErrorList{field.NotSupported(path, s, names)}
 }
 
-func socketPathErrors(path *field.Path, plugin, socket string) field.ErrorList {
-	if len(socket) > v1alpha1.MaxSocketPathLength {
+// socketField reports the error of a socket path check as the field's:
+// TooLong for a path longer than a Unix socket path may be (the check wraps
+// socketpath.ErrTooLong), Invalid otherwise.
+func socketField(path *field.Path, socket string, err error) field.ErrorList {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, socketpath.ErrTooLong):
 		return field.ErrorList{field.TooLong(path, socket, v1alpha1.MaxSocketPathLength)}
 	}
-	if err := SocketPath(plugin, socket); err != nil {
-		return field.ErrorList{field.Invalid(path, socket, err.Error())}
-	}
-	return nil
+	return field.ErrorList{field.Invalid(path, socket, err.Error())}
 }
 
 // SocketPath checks a sidecar socket path of the named plugin: under
@@ -169,13 +172,14 @@ func SocketPath(plugin, path string) error {
 // shape every socket path has (socketpath.CheckShape). A path that is too
 // long is reported as such even when it is also relative.
 func nodeSocket(path string) error {
-	switch {
-	case path == "":
+	if path == "" {
 		return fmt.Errorf("must be set")
-	case len(path) <= v1alpha1.MaxSocketPathLength && !strings.HasPrefix(path, "/"):
+	}
+	err := socketpath.CheckShape(path)
+	if !errors.Is(err, socketpath.ErrTooLong) && !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("must be an absolute path")
 	}
-	return socketpath.CheckShape(path)
+	return err
 }
 
 func validLauncherPoint(p v1alpha1.LauncherHookPoint) bool {

@@ -3,9 +3,11 @@
 package validation_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	v1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
@@ -93,5 +95,44 @@ func TestSocketPathRules(t *testing.T) {
 				t.Fatalf("want an error with %q, got %v", tc.want, err)
 			}
 		})
+	}
+}
+
+// TestTooLongSocketsAreReportedAsTooLong checks that a socket path longer
+// than a Unix socket path may be is reported as field.TooLong with the
+// limit, on sidecar and node hook sockets alike, also when the node hook
+// socket is relative as well.
+func TestTooLongSocketsAreReportedAsTooLong(t *testing.T) {
+	long := "/var/run/kubevirt-plugin/p/" + strings.Repeat("a", 77) + ".sock"
+	p := &v1alpha1.Plugin{}
+	p.Name = "p"
+	p.Spec.LauncherHooks = []v1alpha1.LauncherHook{{Sidecar: &v1alpha1.SidecarHook{
+		SocketPath: long, PermittedHooks: []v1alpha1.LauncherHookPoint{v1alpha1.PreBoot},
+	}}}
+	p.Spec.NodeHooks = []v1alpha1.NodeHook{
+		{Socket: long, PermittedHooks: []v1alpha1.NodeHookPoint{v1alpha1.PreVMStart}},
+		{Socket: long[1:] + "s", PermittedHooks: []v1alpha1.NodeHookPoint{v1alpha1.PreVMStart}},
+		{Socket: "run/x.sock", PermittedHooks: []v1alpha1.NodeHookPoint{v1alpha1.PreVMStart}},
+	}
+	want := map[string]field.ErrorType{
+		"spec.launcherHooks[0].sidecar.socketPath": field.ErrorTypeTooLong,
+		"spec.nodeHooks[0].socket":                 field.ErrorTypeTooLong,
+		"spec.nodeHooks[1].socket":                 field.ErrorTypeTooLong,
+		"spec.nodeHooks[2].socket":                 field.ErrorTypeInvalid,
+	}
+	errs := validation.Plugin(p)
+	if len(errs) != len(want) {
+		t.Fatalf("got %d errors, want %d: %v", len(errs), len(want), errs.ToAggregate())
+	}
+	for _, e := range errs {
+		if w, ok := want[e.Field]; !ok || e.Type != w {
+			t.Errorf("%s: %s, want %q", e.Field, e.Error(), w)
+		}
+		if e.Type == field.ErrorTypeTooLong && !strings.Contains(e.Error(), strconv.Itoa(v1alpha1.MaxSocketPathLength)) {
+			t.Errorf("%s: %s does not name the limit", e.Field, e.Error())
+		}
+		if e.Field == "spec.nodeHooks[2].socket" && !strings.Contains(e.Error(), "must be an absolute path") {
+			t.Errorf("%s: %s", e.Field, e.Error())
+		}
 	}
 }

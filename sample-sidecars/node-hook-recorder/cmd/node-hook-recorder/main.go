@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -17,12 +18,13 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/protos/sdk"
 	"github.com/kubevirt-plugins/framework/sample-sidecars/node-hook-recorder/recorder"
 )
 
 func main() {
-	socket := flag.String("socket", "/var/run/kubevirt/plugins/node-hook-recorder.sock", "Unix socket to serve NodeHookService on")
+	socket := flag.String("socket", path.Join(pluginv1alpha1.NodeHookSocketsRoot, "plugins", "node-hook-recorder.sock"), "Unix socket to serve NodeHookService on")
 	events := flag.String("events-file", "/var/lib/node-hook-recorder/events.jsonl", "JSON lines file events are appended to")
 	delay := flag.Duration("delay", 0, "how long each call takes after it is recorded (for example 2s)")
 	failAt := flag.String("fail-hook-points", "", "comma separated hook points to answer with an error (for example PreVMStart,OnVMStop)")
