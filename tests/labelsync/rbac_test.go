@@ -87,9 +87,13 @@ func TestDeployRBACIsEnoughToSyncWithLeaderElection(t *testing.T) {
 		Namespaces:              []string{},
 	})
 	// A label value no VMI can take, refused with a Warning event. The key
-	// is this test's own: the syncer watches every namespace, and the
-	// other tests' VMs refuse keys too, whose event this one would share.
-	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-rbac", "ops.example.com/rbac-bad": badValue}, map[string]any{"notes.example.com/n": "2"})
+	// is this run's own (it names the namespace): the syncer watches every
+	// namespace, where the other tests' VMs, and this test's VM of an
+	// earlier run (go test -count; namespaces are never removed without a
+	// namespace controller), refuse keys too, and one problem gets one
+	// event, on the first object met.
+	badKey := "ops.example.com/rbac-bad-" + ns
+	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-rbac", badKey: badValue}, map[string]any{"notes.example.com/n": "2"})
 	poll.Until(t, "synced as the ServiceAccount", waitTimeout, func() error {
 		if err := bothHave(t, r, map[string]string{"ops.example.com/owner": "team-rbac"}); err != nil {
 			return err
@@ -97,7 +101,7 @@ func TestDeployRBACIsEnoughToSyncWithLeaderElection(t *testing.T) {
 		return bothHaveAnnotations(t, r, map[string]string{"notes.example.com/n": "2"})
 	})
 	poll.Until(t, "events recorded as the ServiceAccount", waitTimeout, func() error {
-		return hasEvents(t.Context(), ns, "vm-rbac", syncevents.ReasonKeyRefused+": label ops.example.com/rbac-bad not synced to VirtualMachineInstance vm-rbac")
+		return hasEvents(t.Context(), ns, "vm-rbac", syncevents.ReasonKeyRefused+": label "+badKey+" not synced to VirtualMachineInstance vm-rbac")
 	})
 }
 
