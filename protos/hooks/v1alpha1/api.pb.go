@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // The wire contract between KubeVirt and plugins: launcher hooks served by
 // sidecars of virt-launcher, and node hooks served by plugin DaemonSets and
 // called by virt-handler. Both run over gRPC on Unix sockets.
