@@ -150,10 +150,13 @@ func run(log logr.Logger, podsDir string, interval time.Duration) error {
 }
 
 // consider starts, in its own goroutine, the step vmi needs from this
-// node, unless one already runs for it.
+// node, unless one already runs for it. vmi comes from a list taken before
+// the step of another goroutine may have ended: once it holds the VMI, the
+// goroutine reads the VMI again and decides on what it reads, so that a
+// step that has just ended (its status written, then the VMI released) is
+// not run a second time from the older copy.
 func (h *handler) consider(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) {
-	step, name := h.next(vmi)
-	if step == nil {
+	if step, _ := h.next(vmi); step == nil {
 		return
 	}
 	h.mu.Lock()
@@ -169,6 +172,21 @@ func (h *handler) consider(ctx context.Context, vmi *kubevirtv1.VirtualMachineIn
 			delete(h.busy, vmi.UID)
 			h.mu.Unlock()
 		}()
+		fresh := &kubevirtv1.VirtualMachineInstance{}
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(vmi), fresh); err != nil {
+			if !apierrors.IsNotFound(err) {
+				h.log.Error(err, "reading the VMI again", "vmi", vmi.Namespace+"/"+vmi.Name)
+			}
+			return
+		}
+		if fresh.UID != vmi.UID {
+			return
+		}
+		vmi = fresh
+		step, name := h.next(vmi)
+		if step == nil {
+			return
+		}
 		if err := step(ctx, vmi); err != nil {
 			h.log.Error(err, "step failed; retried at the next look", "step", name, "vmi", vmi.Namespace+"/"+vmi.Name)
 		}
