@@ -64,7 +64,12 @@ func TestTemplateREADMEMakesAWorkingPluginOfYourOwn(t *testing.T) {
 	home := t.TempDir()
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", strings.Join(script, "\n"))
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "HOME="+home, "GOWORK=off", "GOFLAGS=-mod=mod")
+	// A home of its own, but the machine's build and module caches, as an
+	// author's own machine has them: an empty build cache under the new
+	// home would compile the standard library and every dependency again
+	// (minutes), which tests nothing of the template.
+	cmd.Env = append(os.Environ(), "HOME="+home, "GOWORK=off", "GOFLAGS=-mod=mod",
+		"GOCACHE="+goEnv(t, "GOCACHE"), "GOMODCACHE="+goEnv(t, "GOMODCACHE"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("following the README failed: %v\n%s", err, out)
@@ -76,4 +81,14 @@ func TestTemplateREADMEMakesAWorkingPluginOfYourOwn(t *testing.T) {
 	if !strings.Contains(string(out), "ok  \texample.com/my-plugin") {
 		t.Fatalf("the copied plugin's tests did not run and pass:\n%s", out)
 	}
+}
+
+// goEnv returns the value of a go env variable for this process.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
