@@ -70,7 +70,7 @@ func launcherHook(path *field.Path, plugin string, h *v1alpha1.LauncherHook) fie
 		p := path.Child("cel")
 		switch {
 		case !validLauncherPoint(h.CEL.HookPoint):
-			errs = append(errs, field.NotSupported(p.Child("hookPoint"), h.CEL.HookPoint, launcherPointNames()))
+			errs = append(errs, field.NotSupported(p.Child("hookPoint"), h.CEL.HookPoint, names(v1alpha1.LauncherHookPoints)))
 		case h.CEL.HookPoint != v1alpha1.GuestDefinition:
 			errs = append(errs, field.Invalid(p.Child("hookPoint"), h.CEL.HookPoint,
 				"CEL hooks are supported only at hook point GuestDefinition; use a sidecar for PreBoot and PreMigrationSource"))
@@ -85,7 +85,7 @@ func launcherHook(path *field.Path, plugin string, h *v1alpha1.LauncherHook) fie
 	if h.Sidecar != nil {
 		p := path.Child("sidecar")
 		errs = append(errs, socketField(p.Child("socketPath"), h.Sidecar.SocketPath, SocketPath(plugin, h.Sidecar.SocketPath))...)
-		errs = append(errs, hookPoints(p.Child("permittedHooks"), h.Sidecar.PermittedHooks, validLauncherPoint, launcherPointNames())...)
+		errs = append(errs, hookPoints(p.Child("permittedHooks"), h.Sidecar.PermittedHooks, validLauncherPoint, names(v1alpha1.LauncherHookPoints))...)
 	}
 	errs = append(errs, failureStrategy(path.Child("failureStrategy"), h.FailureStrategy)...)
 	if h.Timeout != nil && h.Timeout.Duration <= 0 {
@@ -97,7 +97,7 @@ func launcherHook(path *field.Path, plugin string, h *v1alpha1.LauncherHook) fie
 func nodeHook(path *field.Path, h *v1alpha1.NodeHook) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, socketField(path.Child("socket"), h.Socket, nodeSocket(h.Socket))...)
-	errs = append(errs, hookPoints(path.Child("permittedHooks"), h.PermittedHooks, validNodePoint, nodePointNames())...)
+	errs = append(errs, hookPoints(path.Child("permittedHooks"), h.PermittedHooks, validNodePoint, names(v1alpha1.NodeHookPoints))...)
 	errs = append(errs, failureStrategy(path.Child("failureStrategy"), h.FailureStrategy)...)
 	if h.Timeout != nil && h.Timeout.Duration <= 0 {
 		errs = append(errs, field.Invalid(path.Child("timeout"), h.Timeout.Duration.String(), "timeout must be a positive duration such as 10s"))
@@ -129,11 +129,7 @@ func failureStrategy(path *field.Path, s v1alpha1.FailureStrategy) field.ErrorLi
 	if s == "" || slices.Contains(v1alpha1.FailureStrategies, s) {
 		return nil
 	}
-	names := make([]string, len(v1alpha1.FailureStrategies))
-	for i, f := range v1alpha1.FailureStrategies {
-		names[i] = string(f)
-	}
-	return field.ErrorList{field.NotSupported(path, s, names)}
+	return field.ErrorList{field.NotSupported(path, s, names(v1alpha1.FailureStrategies))}
 }
 
 // socketField reports the error of a socket path check as the field's:
@@ -190,18 +186,11 @@ func validNodePoint(p v1alpha1.NodeHookPoint) bool {
 	return slices.Contains(v1alpha1.NodeHookPoints, p)
 }
 
-func launcherPointNames() []string {
-	out := make([]string, len(v1alpha1.LauncherHookPoints))
-	for i, p := range v1alpha1.LauncherHookPoints {
-		out[i] = string(p)
-	}
-	return out
-}
-
-func nodePointNames() []string {
-	out := make([]string, len(v1alpha1.NodeHookPoints))
-	for i, p := range v1alpha1.NodeHookPoints {
-		out[i] = string(p)
+// names returns the enumerated values as the strings an error lists.
+func names[S ~string](values []S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
 	}
 	return out
 }
