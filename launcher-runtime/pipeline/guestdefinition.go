@@ -182,8 +182,7 @@ func (c *call) decoded(s *domainState) (*domainState, error) {
 			return nil, herr
 		}
 		c.observeLate(r.pl, r.h, hookresult.Ignored, herr)
-		c.p.log.Error(herr, hookresult.IgnoredMessage, hookresult.KeyPlugin, r.pl.name, hookresult.KeyHookIndex, r.h.index,
-			"kind", r.h.kind(), hookresult.KeyHookPoint, string(c.point), hookresult.KeyOutcome, hookresult.Ignored)
+		c.hookLog(r.pl, r.h).Error(herr, hookresult.IgnoredMessage, hookresult.KeyOutcome, hookresult.Ignored)
 		s = r.before
 	}
 	return s, nil

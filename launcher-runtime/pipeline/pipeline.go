@@ -191,7 +191,6 @@ type hookStep func(ctx context.Context, pl *compiledPlugin, h *compiledHook) err
 // hook; an evaluation error fails the call whatever the failure strategy, as
 // does the end of ctx.
 func (c *call) run(ctx context.Context, step hookStep) error {
-	point := string(c.point)
 	for pi := range c.p.plugins {
 		pl := &c.p.plugins[pi]
 		pluginHolds, pluginEvaluated := false, false
@@ -200,7 +199,7 @@ func (c *call) run(ctx context.Context, step hookStep) error {
 			if !h.hook.Handles(c.point) {
 				continue
 			}
-			log := c.p.log.WithValues(hookresult.KeyPlugin, pl.name, hookresult.KeyHookIndex, h.index, "kind", h.kind(), hookresult.KeyHookPoint, point)
+			log := c.hookLog(pl, h)
 			if err := ctx.Err(); err != nil {
 				return c.hookError(pl, h, fmt.Errorf("not started: %w", err))
 			}
@@ -278,6 +277,13 @@ func (c *call) hookError(pl *compiledPlugin, h *compiledHook, err error) error {
 		e.Socket = h.hook.Sidecar.SocketPath
 	}
 	return e
+}
+
+// hookLog is the logger of the lines about hook h of pl at this call, with
+// the keys api/hookresult names.
+func (c *call) hookLog(pl *compiledPlugin, h *compiledHook) logr.Logger {
+	return c.p.log.WithValues(hookresult.KeyPlugin, pl.name, hookresult.KeyHookIndex, h.index, "kind", h.kind(),
+		hookresult.KeyHookPoint, string(c.point))
 }
 
 // callSidecar encodes the VMI (once per call), gets a connection to the
