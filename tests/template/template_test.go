@@ -68,8 +68,8 @@ func TestTemplateREADMEMakesAWorkingPluginOfYourOwn(t *testing.T) {
 	// author's own machine has them: an empty build cache under the new
 	// home would compile the standard library and every dependency again
 	// (minutes), which tests nothing of the template.
-	cmd.Env = append(os.Environ(), "HOME="+home, "GOWORK=off", "GOFLAGS=-mod=mod",
-		"GOCACHE="+goEnv(t, "GOCACHE"), "GOMODCACHE="+goEnv(t, "GOMODCACHE"))
+	cmd.Env = append(os.Environ(), "HOME="+home, "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = append(cmd.Env, goEnv(t, "GOCACHE", "GOMODCACHE")...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("following the README failed: %v\n%s", err, out)
@@ -83,12 +83,21 @@ func TestTemplateREADMEMakesAWorkingPluginOfYourOwn(t *testing.T) {
 	}
 }
 
-// goEnv returns the value of a go env variable for this process.
-func goEnv(t *testing.T, name string) string {
+// goEnv returns NAME=value for each go env variable named, as this
+// process's go command has them.
+func goEnv(t *testing.T, names ...string) []string {
 	t.Helper()
-	out, err := exec.Command("go", "env", name).Output()
+	out, err := exec.Command("go", append([]string{"env"}, names...)...).Output()
 	if err != nil {
-		t.Fatalf("go env %s: %v", name, err)
+		t.Fatalf("go env %s: %v", strings.Join(names, " "), err)
 	}
-	return strings.TrimSpace(string(out))
+	values := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(values) != len(names) {
+		t.Fatalf("go env %s printed %d lines, want %d", strings.Join(names, " "), len(values), len(names))
+	}
+	env := make([]string, len(names))
+	for i, name := range names {
+		env[i] = name + "=" + values[i]
+	}
+	return env
 }
