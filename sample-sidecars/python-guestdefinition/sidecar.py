@@ -166,12 +166,13 @@ def main(argv=None):
         options=[("grpc.max_receive_message_length", MAX_MESSAGE_SIZE),
                  ("grpc.max_send_message_length", MAX_MESSAGE_SIZE)])
     api_pb2_grpc.add_LauncherHookServiceServicer_to_server(Sidecar(args.plugin_name), server)
-    server.add_insecure_port("unix:" + path)
-    # The socket is created by start(): under this umask it is created
-    # 0660, so no client outside the owner and group can connect in the
-    # moment between its creation and a chmod.
+    # gRPC binds the socket file in add_insecure_port: under this umask it
+    # is created 0660 there, so it never has another mode, not even in the
+    # moment before the chmod (which only states the mode whatever the
+    # library does).
     previous = os.umask(0o117)
     try:
+        server.add_insecure_port("unix:" + path)
         server.start()
     finally:
         os.umask(previous)
