@@ -57,7 +57,7 @@ align)
     for m in $(modules); do
       args=()
       while read -r path version; do
-        if (cd "$m" && go mod edit -json | grep -q "\"Path\": \"$path\""); then
+        if grep -qF "\"Path\": \"$path\"" <<<"$(cd "$m" && go mod edit -json)"; then
           args+=("-require=$path@$version")
         fi
       done <<<"$bad"

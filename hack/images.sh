@@ -69,7 +69,7 @@ selected() {
   return 1
 }
 for w in "${wanted[@]}"; do
-  { components | awk '{print $1}'; python_samples; } | grep -qx -- "$w" || die "unknown component ${w}; known: $({ components | awk '{print $1}'; python_samples; } | tr '\n' ' ')"
+  grep -qx -- "$w" <<<"$(components | awk '{print $1}'; python_samples)" || die "unknown component ${w}; known: $({ components | awk '{print $1}'; python_samples; } | tr '\n' ' ')"
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvp-images.XXXXXX")

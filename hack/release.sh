@@ -17,7 +17,7 @@ cd "$ROOT"
 
 [ $# -ge 2 ] || die "usage: hack/release.sh <dir> vX.Y.Z [--dry-run]"
 dir=$1 version=$2 dry=${3:-}
-modules | grep -qx "$dir" || die "$dir is not a module of go.work"
+grep -qx -- "$dir" <<<"$(modules)" || die "$dir is not a module of go.work"
 [ "$dir" != tests ] || die "tests is not released"
 [[ "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || die "$version is not a semantic version vX.Y.Z"
 tag="${dir}/${version}"

@@ -51,7 +51,7 @@ up() {
   start=$(date +%s)
   node=$("${HERE}/build-node-image.sh" "$KIND_K8S_VERSION")
   [ -x "$kubectl" ] || die "kubectl ${KIND_K8S_VERSION} was not built (${kubectl})"
-  if "$kind" get clusters 2>/dev/null | grep -qx "$name"; then
+  if grep -qx -- "$name" <<<"$("$kind" get clusters 2>/dev/null)"; then
     log "deleting the existing kind cluster ${name}"
     "$kind" delete cluster --name "$name" >/dev/null 2>&1
   fi
