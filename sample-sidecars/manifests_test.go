@@ -14,13 +14,19 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/api/plugin/v1alpha1/validation"
+	"github.com/kubevirt-plugins/framework/api/sidecarinjection"
 )
+
+// injectorWebhook is the MutatingWebhookConfiguration of
+// deploy/sidecar-injector, which the samples' Plugins reference.
+const injectorWebhook = "kubevirt-plugin-sidecar-injector"
 
 // samples lists every sample directory; a new one must be added here.
 var samples = []string{"smbios-watchdog", "cloudinit-network", "migration-tuner", "node-hook-recorder", "template"}
@@ -96,7 +102,7 @@ func loadInjectionPolicy(t *testing.T, dir string) (*admissionv1.MutatingAdmissi
 	t.Helper()
 	var policy *admissionv1.MutatingAdmissionPolicy
 	var binding *admissionv1.MutatingAdmissionPolicyBinding
-	for _, doc := range documents(readFile(t, dir, "injection-policy.yaml")) {
+	for _, doc := range documents(readFile(t, "policies", dir, "injection-policy.yaml")) {
 		var meta struct{ Kind string }
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			t.Fatal(err)
@@ -133,8 +139,16 @@ func TestInjectionPoliciesMountOnlyThePluginDirectory(t *testing.T) {
 			if policy.APIVersion != "admissionregistration.k8s.io/v1" || binding.Spec.PolicyName != policy.Name {
 				t.Errorf("apiVersion %s, binding to %q; want v1 and a binding to %q", policy.APIVersion, binding.Spec.PolicyName, policy.Name)
 			}
-			if !slices.ContainsFunc(p.Spec.MutatingAdmissionPolicies, func(r pluginv1alpha1.AdmissionReference) bool { return r.Name == policy.Name }) {
-				t.Errorf("Plugin does not reference its policy %s", policy.Name)
+			// The policy overlay makes the Plugin reference the policy
+			// in place of the webhook.
+			overlay := string(readFile(t, "policies", dir, "kustomization.yaml"))
+			for _, want := range []string{"path: /spec/mutatingAdmissionWebhooks", "path: /spec/mutatingAdmissionPolicies", "- name: " + policy.Name + "\n"} {
+				if !strings.Contains(overlay, want) {
+					t.Errorf("policies/%s/kustomization.yaml lacks %q: the Plugin would not reference its policy %s", dir, want, policy.Name)
+				}
+			}
+			if !slices.ContainsFunc(p.Spec.MutatingAdmissionWebhooks, func(r pluginv1alpha1.AdmissionReference) bool { return r.Name == injectorWebhook }) {
+				t.Errorf("Plugin does not reference the injection webhook %s", injectorWebhook)
 			}
 			sel := policy.Spec.MatchConstraints.ObjectSelector
 			if sel == nil || sel.MatchLabels["kubevirt.io"] != "virt-launcher" {
@@ -146,8 +160,18 @@ func TestInjectionPoliciesMountOnlyThePluginDirectory(t *testing.T) {
 			if !strings.Contains(p.Spec.Condition, `"`+optIn+`"`) {
 				t.Errorf("Plugin condition %q does not test the opt-in label %s", p.Spec.Condition, optIn)
 			}
-			if !slices.ContainsFunc(policy.Spec.MatchConditions, func(c admissionv1.MatchCondition) bool { return strings.Contains(c.Expression, `"`+optIn+`"`) }) {
-				t.Errorf("no matchCondition tests the opt-in label %s", optIn)
+			if sel == nil || len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != optIn || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpExists {
+				t.Errorf("objectSelector %v does not select the opt-in label %s", sel, optIn)
+			}
+			desc, err := sidecarinjection.Parse(readFile(t, dir, "sidecar.yaml"))
+			if err != nil {
+				t.Fatalf("sidecar.yaml: %v", err)
+			}
+			if desc.Plugin != p.Name || desc.Label != optIn {
+				t.Errorf("sidecar.yaml names plugin %q and label %q, want %q and %q", desc.Plugin, desc.Label, p.Name, optIn)
+			}
+			if got, want := string(readFile(t, "policies", dir, "injection-policy.yaml")), desc.Policy("sidecar.yaml"); got != want {
+				t.Errorf("policies/%s/injection-policy.yaml is not what %s/sidecar.yaml gives: run make generate", dir, dir)
 			}
 			// An apply configuration may not set the atomic lists a
 			// sidecar needs (args, capabilities.drop): the API server
@@ -193,7 +217,8 @@ func TestInjectionPoliciesAddANativeSidecar(t *testing.T) {
 			expr := strings.Join(strings.Fields(policy.Spec.Mutations[0].JSONPatch.Expression), " ")
 			for _, want := range []string{
 				`path: "/spec/initContainers/-"`,
-				`value: Object.spec.initContainers{ name: "` + p.Name + `", restartPolicy: "Always",`,
+				`value: Object.spec.initContainers{ name: "` + p.Name + `",`,
+				`restartPolicy: "Always",`,
 				// "add" to /spec/initContainers/- fails on a Pod without init containers.
 				`path: "/spec/initContainers", value: []`,
 			} {
@@ -275,14 +300,39 @@ func TestKustomizationsListTheManifests(t *testing.T) {
 					t.Errorf("resource %s: %v", r, err)
 				}
 			}
-			var want string
 			if len(loadPlugin(t, dir).Spec.NodeHooks) > 0 {
-				want = "daemonset.yaml"
-			} else {
-				want = "injection-policy.yaml"
+				if !slices.Contains(k.Resources, "daemonset.yaml") {
+					t.Errorf("resources %v lack daemonset.yaml", k.Resources)
+				}
+				return
 			}
-			if !slices.Contains(k.Resources, want) {
-				t.Errorf("resources %v lack %s", k.Resources, want)
+			// The sidecar description becomes the ConfigMap the webhook
+			// reads: in its namespace, with its label.
+			var gen struct {
+				ConfigMapGenerator []struct {
+					Name, Namespace string
+					Files           []string
+					Options         struct {
+						DisableNameSuffixHash bool              `json:"disableNameSuffixHash"`
+						Labels                map[string]string `json:"labels"`
+					}
+				} `json:"configMapGenerator"`
+			}
+			if err := yaml.Unmarshal(readFile(t, dir, "kustomization.yaml"), &gen); err != nil {
+				t.Fatal(err)
+			}
+			if g := gen.ConfigMapGenerator; len(g) != 1 || g[0].Namespace != "kubevirt" || !slices.Equal(g[0].Files, []string{sidecarinjection.ConfigMapKey}) ||
+				g[0].Options.Labels[sidecarinjection.ConfigMapLabel] != dir || !g[0].Options.DisableNameSuffixHash {
+				t.Errorf("configMapGenerator %+v, want one ConfigMap of %s in namespace kubevirt labelled %s=%s", g, sidecarinjection.ConfigMapKey, sidecarinjection.ConfigMapLabel, dir)
+			}
+			var overlay struct {
+				Resources []string `json:"resources"`
+			}
+			if err := yaml.Unmarshal(readFile(t, "policies", dir, "kustomization.yaml"), &overlay); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(overlay.Resources, []string{"../../" + dir, "injection-policy.yaml"}) {
+				t.Errorf("policies/%s resources %v, want ../../%s and injection-policy.yaml", dir, overlay.Resources, dir)
 			}
 		})
 	}

@@ -27,6 +27,7 @@ import (
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/tests/framework/apiserver"
+	"github.com/kubevirt-plugins/framework/tests/framework/kustomize"
 	"github.com/kubevirt-plugins/framework/tests/framework/libvirtd"
 	"github.com/kubevirt-plugins/framework/tests/framework/ports"
 )
@@ -283,20 +284,25 @@ func (s *scenario) applyPlugins(ctx context.Context) error {
 		objs = append(objs, u)
 	}
 	for _, sample := range samplePlugins {
-		for _, f := range []string{"plugin.yaml", "injection-policy.yaml"} {
-			us, err := readManifests(s.samplePath(sample, f))
-			if err != nil {
-				return err
+		// The sample's kustomization in sample-sidecars/policies: the Plugin referencing its
+		// MutatingAdmissionPolicy, the policy and its binding; its
+		// ConfigMap serves the webhook path, which this API server does
+		// not use.
+		us, err := kustomize.Build(filepath.Join(s.opts.Root, "sample-sidecars", "policies", sample))
+		if err != nil {
+			return err
+		}
+		for _, u := range us {
+			if u.GetKind() == "ConfigMap" {
+				continue
 			}
-			for _, u := range us {
-				// Bindings are created with the VM: createVM checks that
-				// each policy works before it relies on it.
-				if u.GetKind() == "MutatingAdmissionPolicyBinding" {
-					s.bindings = append(s.bindings, sampleBinding{sample: sample, obj: u})
-					continue
-				}
-				objs = append(objs, u)
+			// Bindings are created with the VM: createVM checks that
+			// each policy works before it relies on it.
+			if u.GetKind() == "MutatingAdmissionPolicyBinding" {
+				s.bindings = append(s.bindings, sampleBinding{sample: sample, obj: u})
+				continue
 			}
+			objs = append(objs, u)
 		}
 	}
 	// The cluster admin's policy for launcher Pods (deploy/policies).

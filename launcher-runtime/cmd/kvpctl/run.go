@@ -57,6 +57,10 @@ func commands() map[string]command {
 			synopsis: requiredSynopsis,
 			run:      runRequired,
 		},
+		"injection-policy": {
+			synopsis: injectionPolicySynopsis,
+			run:      runInjectionPolicy,
+		},
 		"condition": {
 			synopsis: "condition --expression EXPR --vmi FILE  evaluate a Plugin condition",
 			run:      runCondition,
