@@ -52,6 +52,26 @@ func qosLauncherPod(name string, labels map[string]string, shape volumeShape, q 
 
 var qosShapes = []volumeShape{withSocketsVolume, withInitContainer}
 
+// createWithSidecar creates the Pod on the path and checks the stored
+// Pod's QoS class and the resources of the sample's sidecar in it.
+func createWithSidecar(t *testing.T, in *injectionPath, s sample, p *corev1.Pod, class corev1.PodQOSClass, want corev1.ResourceRequirements) {
+	t.Helper()
+	if err := apiserver.CreateT(t, in.c, p); err != nil {
+		t.Fatalf("%s launcher Pod refused: %v", class, err)
+	}
+	after := stored(t, in.c, p)
+	if after.Status.QOSClass != class {
+		t.Errorf("status.qosClass %s with the sidecar, want %s", after.Status.QOSClass, class)
+	}
+	c := sidecar(after, s.name)
+	if c == nil {
+		t.Fatalf("no %s sidecar in %v", s.name, initContainerNames(after))
+	}
+	if !equality.Semantic.DeepEqual(c.Resources, want) {
+		t.Errorf("sidecar resources %v, want %v", c.Resources, want)
+	}
+}
+
 // A Guaranteed launcher Pod keeps its class with the sidecar in it, as
 // read back from the API server (status.qosClass): the sidecar's requests
 // equal its limits, those of the sample's description. Without that the
@@ -59,24 +79,12 @@ var qosShapes = []volumeShape{withSocketsVolume, withInitContainer}
 func TestGuaranteedLauncherPodsStayGuaranteed(t *testing.T) {
 	forEachPath(t, func(t *testing.T, in *injectionPath) {
 		for _, s := range in.samples {
+			g := s.desc.Resources.Guaranteed
+			want := corev1.ResourceRequirements{Requests: g, Limits: g}
 			for _, shape := range qosShapes {
 				t.Run(s.name+"/"+shape.String(), func(t *testing.T) {
 					p := qosLauncherPod(fmt.Sprintf("guaranteed-%s-%d", s.name, shape), map[string]string{s.optIn: ""}, shape, guaranteed)
-					if err := apiserver.CreateT(t, in.c, p); err != nil {
-						t.Fatalf("Guaranteed launcher Pod refused: %v", err)
-					}
-					after := stored(t, in.c, p)
-					if after.Status.QOSClass != corev1.PodQOSGuaranteed {
-						t.Errorf("status.qosClass %s with the sidecar, want Guaranteed", after.Status.QOSClass)
-					}
-					c := sidecar(after, s.name)
-					if c == nil {
-						t.Fatalf("no %s sidecar in %v", s.name, initContainerNames(after))
-					}
-					want := s.desc.Resources.Guaranteed
-					if !equality.Semantic.DeepEqual(c.Resources.Requests, want) || !equality.Semantic.DeepEqual(c.Resources.Limits, want) {
-						t.Errorf("sidecar resources %v, want requests and limits %v", c.Resources, want)
-					}
+					createWithSidecar(t, in, s, p, corev1.PodQOSGuaranteed, want)
 				})
 			}
 		}
@@ -90,20 +98,7 @@ func TestBurstableLauncherPodsGetLightSidecarRequests(t *testing.T) {
 		for _, s := range in.samples {
 			t.Run(s.name, func(t *testing.T) {
 				p := qosLauncherPod("burstable-"+s.name, map[string]string{s.optIn: ""}, withSocketsVolume, burstable)
-				if err := apiserver.CreateT(t, in.c, p); err != nil {
-					t.Fatalf("Burstable launcher Pod refused: %v", err)
-				}
-				after := stored(t, in.c, p)
-				if after.Status.QOSClass != corev1.PodQOSBurstable {
-					t.Errorf("status.qosClass %s, want Burstable", after.Status.QOSClass)
-				}
-				c := sidecar(after, s.name)
-				if c == nil {
-					t.Fatalf("no %s sidecar in %v", s.name, initContainerNames(after))
-				}
-				if want := *s.desc.Resources.Burstable; !equality.Semantic.DeepEqual(c.Resources, want) {
-					t.Errorf("sidecar resources %v, want the description's burstable %v", c.Resources, want)
-				}
+				createWithSidecar(t, in, s, p, corev1.PodQOSBurstable, *s.desc.Resources.Burstable)
 			})
 		}
 	})
