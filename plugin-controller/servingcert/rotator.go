@@ -26,11 +26,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The webhook configuration's caBundle is patched here; least privilege
-// limits the write to the configuration deploy/controller installs. The
-// shared CA lives in one Secret of the controller's namespace (create
-// cannot be limited to a name).
+// The webhook configurations' caBundles are patched here; least privilege
+// limits the writes to the configurations deploy/controller and
+// deploy/sidecar-injector install. Both are read and watched (by name; the
+// Plugin reconciler reads every configuration anyway). The shared CA lives
+// in one Secret of the controller's namespace (create cannot be limited to
+// a name).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=update;patch,resourceNames=plugin-controller
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=update;patch,resourceNames=kubevirt-plugin-sidecar-injector
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;update,resourceNames=plugin-controller-webhook-ca,namespace=kubevirt
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=kubevirt
 
@@ -52,8 +56,15 @@ type Options struct {
 	// common name. Usually <service>.<namespace>.svc. Required.
 	DNSNames []string
 	// WebhookConfigurationName is the ValidatingWebhookConfiguration whose
-	// webhooks get the CA in their caBundle. Default: none is patched.
+	// webhooks get the CA in their caBundle. While it does not exist the
+	// check fails (and is retried). Default: none is patched.
 	WebhookConfigurationName string
+	// MutatingWebhookConfigurationName is a MutatingWebhookConfiguration
+	// whose webhooks get the CA in their caBundle too, under the same
+	// rules. It is optional: while it does not exist there is nothing to
+	// fill and no error; one created later gets its caBundle at once.
+	// Default: none is patched.
+	MutatingWebhookConfigurationName string
 	// CASecret is the Secret holding the CA (keys ca.crt and ca.key) that
 	// every replica signs its serving certificate with, so that one
 	// caBundle trusts them all. The first replica creates it; the others
@@ -61,11 +72,12 @@ type Options struct {
 	// Default: none: the CA is kept in CertDir, one per replica, which
 	// suits a single replica only.
 	CASecret *types.NamespacedName
-	// Client reads and updates the webhook configuration and the CA
-	// Secret, and watches the configuration so that its caBundle is filled
-	// in as soon as it is created; it should read from the API server
-	// directly, not from a cache. Required when WebhookConfigurationName
-	// or CASecret is set.
+	// Client reads and updates the webhook configurations and the CA
+	// Secret, and watches the configurations so that their caBundle is
+	// filled in as soon as they are created; it should read from the API
+	// server directly, not from a cache. Required when
+	// WebhookConfigurationName, MutatingWebhookConfigurationName or
+	// CASecret is set.
 	Client client.WithWatch
 	// CAValidity is how long a new CA is valid. Default: one year.
 	CAValidity time.Duration
@@ -95,6 +107,8 @@ type Options struct {
 // serves the webhook with the files in its own CertDir).
 type Rotator struct {
 	opts Options
+	// targets are the webhook configurations whose caBundle is kept.
+	targets []bundleTarget
 	// mu serializes Ensure between the check interval and the watch.
 	mu sync.Mutex
 }
@@ -107,8 +121,8 @@ func New(opts Options) (*Rotator, error) {
 	if len(opts.DNSNames) == 0 {
 		return nil, errors.New("servingcert: at least one DNS name is required")
 	}
-	if (opts.WebhookConfigurationName != "" || opts.CASecret != nil) && opts.Client == nil {
-		return nil, errors.New("servingcert: a Client is required to patch the webhook configuration or keep the CA in a Secret")
+	if (opts.WebhookConfigurationName != "" || opts.MutatingWebhookConfigurationName != "" || opts.CASecret != nil) && opts.Client == nil {
+		return nil, errors.New("servingcert: a Client is required to patch the webhook configurations or keep the CA in a Secret")
 	}
 	if opts.CAValidity <= 0 {
 		opts.CAValidity = 365 * 24 * time.Hour
@@ -137,21 +151,76 @@ func New(opts Options) (*Rotator, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
-	return &Rotator{opts: opts}, nil
+	r := &Rotator{opts: opts}
+	if opts.WebhookConfigurationName != "" {
+		r.targets = append(r.targets, validatingTarget(opts.WebhookConfigurationName))
+	}
+	if opts.MutatingWebhookConfigurationName != "" {
+		r.targets = append(r.targets, mutatingTarget(opts.MutatingWebhookConfigurationName))
+	}
+	return r, nil
+}
+
+// bundleTarget is a webhook configuration whose webhooks' caBundles the
+// Rotator keeps trusting the CA.
+type bundleTarget struct {
+	kind, name string
+	// logKey names the configuration in log lines.
+	logKey string
+	// optional: a configuration that does not exist has nothing to fill,
+	// which is not an error.
+	optional  bool
+	newObject func() client.Object
+	newList   func() client.ObjectList
+	// clientConfigs returns the client configuration of each webhook of
+	// obj (an object newObject made), to be changed in place.
+	clientConfigs func(obj client.Object) []*admissionregistrationv1.WebhookClientConfig
+}
+
+func validatingTarget(name string) bundleTarget {
+	return bundleTarget{
+		kind: "ValidatingWebhookConfiguration", name: name, logKey: "validatingWebhookConfiguration",
+		newObject: func() client.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+		newList:   func() client.ObjectList { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
+		clientConfigs: func(obj client.Object) []*admissionregistrationv1.WebhookClientConfig {
+			webhooks := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(webhooks))
+			for i := range webhooks {
+				out[i] = &webhooks[i].ClientConfig
+			}
+			return out
+		},
+	}
+}
+
+func mutatingTarget(name string) bundleTarget {
+	return bundleTarget{
+		kind: "MutatingWebhookConfiguration", name: name, logKey: "mutatingWebhookConfiguration", optional: true,
+		newObject: func() client.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
+		newList:   func() client.ObjectList { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
+		clientConfigs: func(obj client.Object) []*admissionregistrationv1.WebhookClientConfig {
+			webhooks := obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(webhooks))
+			for i := range webhooks {
+				out[i] = &webhooks[i].ClientConfig
+			}
+			return out
+		},
+	}
 }
 
 // NeedLeaderElection is false: every replica needs its own certificate.
 func (r *Rotator) NeedLeaderElection() bool { return false }
 
 // Start checks the certificates every CheckInterval until ctx ends, and
-// each time the webhook configuration is created or changed. Errors are
-// logged and retried at the next check.
+// each time one of the webhook configurations is created or changed.
+// Errors are logged and retried at the next check.
 func (r *Rotator) Start(ctx context.Context) error {
 	if err := r.Ensure(ctx); err != nil {
 		r.opts.Logger.Error(err, "serving certificate check failed; retrying", "certDir", r.opts.CertDir)
 	}
-	if r.opts.WebhookConfigurationName != "" {
-		go r.watchConfiguration(ctx)
+	for _, t := range r.targets {
+		go r.watchConfiguration(ctx, t)
 	}
 	t := r.opts.Clock.NewTicker(r.opts.CheckInterval)
 	defer t.Stop()
@@ -279,24 +348,25 @@ func (r *Rotator) sharedCA(ctx context.Context, now time.Time) (*keyPair, error)
 	return nil, fmt.Errorf("servingcert: the CA Secret %s keeps changing under this replica", key)
 }
 
-// watchConfiguration runs Ensure each time the webhook configuration is
-// created or changed, so that a configuration applied after the
+// watchConfiguration runs Ensure each time the webhook configuration t
+// is created or changed, so that a configuration applied after the
 // controller started gets its caBundle at once, not at the next check.
 // A closed or failed watch is opened again after a second.
-func (r *Rotator) watchConfiguration(ctx context.Context) {
-	name := r.opts.WebhookConfigurationName
+func (r *Rotator) watchConfiguration(ctx context.Context, t bundleTarget) {
 	for ctx.Err() == nil {
-		w, err := r.opts.Client.Watch(ctx, &admissionregistrationv1.ValidatingWebhookConfigurationList{},
-			client.MatchingFields{"metadata.name": name})
+		w, err := r.opts.Client.Watch(ctx, t.newList(), client.MatchingFields{"metadata.name": t.name})
 		if err != nil {
-			r.opts.Logger.Error(err, "watching the webhook configuration; retrying", "validatingWebhookConfiguration", name)
+			r.opts.Logger.Error(err, "watching the webhook configuration; retrying", t.logKey, t.name)
 		} else {
 			for ev := range w.ResultChan() {
 				if ev.Type != watch.Added && ev.Type != watch.Modified {
 					continue
 				}
+				if obj, ok := ev.Object.(client.Object); !ok || obj.GetName() != t.name {
+					continue // a client that ignores the field selector
+				}
 				if err := r.Ensure(ctx); err != nil {
-					r.opts.Logger.Error(err, "serving certificate check after a webhook configuration change failed", "validatingWebhookConfiguration", name)
+					r.opts.Logger.Error(err, "serving certificate check after a webhook configuration change failed", t.logKey, t.name)
 				}
 			}
 			w.Stop()
@@ -323,40 +393,52 @@ func (r *Rotator) servingUsable(s, ca *keyPair, now time.Time) bool {
 	return err == nil
 }
 
-// syncBundle puts ca into the caBundle of every webhook of the
-// configuration, keeping earlier CAs that are still valid.
+// syncBundle puts ca into the caBundle of every webhook of each
+// configuration, keeping earlier CAs that are still valid. Every
+// configuration is tried; the errors are returned together.
 func (r *Rotator) syncBundle(ctx context.Context, ca *keyPair, now time.Time) error {
-	name := r.opts.WebhookConfigurationName
-	if name == "" {
-		return nil
+	var errs []error
+	for _, t := range r.targets {
+		if err := r.syncTarget(ctx, t, ca, now); err != nil {
+			errs = append(errs, err)
+		}
 	}
+	return errors.Join(errs...)
+}
+
+func (r *Rotator) syncTarget(ctx context.Context, t bundleTarget, ca *keyPair, now time.Time) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-		if err := r.opts.Client.Get(ctx, client.ObjectKey{Name: name}, &vwc); err != nil {
+		obj := t.newObject()
+		if err := r.opts.Client.Get(ctx, client.ObjectKey{Name: t.name}, obj); err != nil {
 			return err
 		}
 		changed := false
-		for i := range vwc.Webhooks {
-			cc := &vwc.Webhooks[i].ClientConfig
+		for _, cc := range t.clientConfigs(obj) {
 			merged := mergeBundle(ca.cert, cc.CABundle, now, r.opts.MaxCAs)
 			if !bytes.Equal(merged, cc.CABundle) {
 				cc.CABundle, changed = merged, true
 			}
 		}
 		if !changed {
-			r.opts.Logger.V(1).Info("webhook caBundle already trusts the CA", "validatingWebhookConfiguration", name)
+			r.opts.Logger.V(1).Info("webhook caBundle already trusts the CA", t.logKey, t.name)
 			return nil
 		}
-		if err := r.opts.Client.Update(ctx, &vwc); err != nil {
+		if err := r.opts.Client.Update(ctx, obj); err != nil {
 			return err
 		}
-		r.opts.Logger.Info("updated webhook caBundle", "validatingWebhookConfiguration", name)
+		r.opts.Logger.Info("updated webhook caBundle", t.logKey, t.name)
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("servingcert: updating caBundle of ValidatingWebhookConfiguration %s: %w", name, err)
+	switch {
+	case err == nil:
+		return nil
+	case t.optional && apierrors.IsNotFound(err):
+		// Not installed (or deleted meanwhile): the watch sees it created.
+		r.opts.Logger.V(1).Info("webhook configuration not installed; nothing to fill", t.logKey, t.name)
+		return nil
+	default:
+		return fmt.Errorf("servingcert: updating caBundle of %s %s: %w", t.kind, t.name, err)
 	}
-	return nil
 }
 
 func (r *Rotator) load(certName, keyName string) (*keyPair, error) {

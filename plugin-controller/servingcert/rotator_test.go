@@ -5,17 +5,23 @@ package servingcert
 import (
 	"context"
 	"crypto/x509"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -23,6 +29,7 @@ import (
 
 const (
 	vwcName = "plugin-controller"
+	mwcName = "kubevirt-plugin-sidecar-injector"
 	dnsName = "plugin-controller-webhook.kubevirt.svc"
 )
 
@@ -32,6 +39,7 @@ type harness struct {
 	clock  *clocktesting.FakeClock
 	client client.WithWatch
 	r      *Rotator
+	logs   *logRecorder
 }
 
 func newHarness(t *testing.T, caValidity, certValidity, renewBefore time.Duration) *harness {
@@ -51,10 +59,14 @@ func newHarness(t *testing.T, caValidity, certValidity, renewBefore time.Duratio
 		dir:    t.TempDir(),
 		clock:  clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(vwc).Build(),
+		logs:   &logRecorder{},
 	}
+	// The MutatingWebhookConfiguration is named but not installed: tests
+	// that need it call installMutating.
 	r, err := New(Options{
-		CertDir: h.dir, DNSNames: []string{dnsName}, WebhookConfigurationName: vwcName, Client: h.client,
-		CAValidity: caValidity, CertValidity: certValidity, RenewBefore: renewBefore, Clock: h.clock,
+		CertDir: h.dir, DNSNames: []string{dnsName}, WebhookConfigurationName: vwcName, MutatingWebhookConfigurationName: mwcName,
+		Client: h.client, CAValidity: caValidity, CertValidity: certValidity, RenewBefore: renewBefore, Clock: h.clock,
+		Logger: logr.New(h.logs),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +103,21 @@ func parseFiles(dir, cert, key string) (*keyPair, error) {
 	return parseKeyPair(c, k)
 }
 
-// bundles returns the caBundle of each webhook.
+// installMutating creates the MutatingWebhookConfiguration, with two
+// webhooks and no caBundle.
+func (h *harness) installMutating() {
+	h.t.Helper()
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: mwcName},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "c.example.com"}, {Name: "d.example.com"}},
+	}
+	if err := h.client.Create(h.t.Context(), mwc); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// bundles returns the caBundle of each webhook: those of the validating
+// configuration, then those of the mutating one when it is installed.
 func (h *harness) bundles() [][]*x509.Certificate {
 	h.t.Helper()
 	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
@@ -100,6 +126,32 @@ func (h *harness) bundles() [][]*x509.Certificate {
 	}
 	var out [][]*x509.Certificate
 	for _, w := range vwc.Webhooks {
+		out = append(out, parseBundle(w.ClientConfig.CABundle))
+	}
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	err := h.client.Get(h.t.Context(), client.ObjectKey{Name: mwcName}, &mwc)
+	if apierrors.IsNotFound(err) {
+		return out
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, w := range mwc.Webhooks {
+		out = append(out, parseBundle(w.ClientConfig.CABundle))
+	}
+	return out
+}
+
+// mutatingBundles returns the caBundle of each webhook of the mutating
+// configuration.
+func (h *harness) mutatingBundles() [][]*x509.Certificate {
+	h.t.Helper()
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := h.client.Get(h.t.Context(), client.ObjectKey{Name: mwcName}, &mwc); err != nil {
+		h.t.Fatal(err)
+	}
+	var out [][]*x509.Certificate
+	for _, w := range mwc.Webhooks {
 		out = append(out, parseBundle(w.ClientConfig.CABundle))
 	}
 	return out
@@ -149,7 +201,13 @@ func TestServingCertificateIsRenewedBeforeItExpires(t *testing.T) {
 
 func TestRenewedCAIsTrustedNextToThePreviousOneUntilItExpires(t *testing.T) {
 	h := newHarness(t, 3*time.Hour, time.Hour, 20*time.Minute)
+	// Both configurations follow the rotation: bundles() lists the
+	// webhooks of each.
+	h.installMutating()
 	h.ensure()
+	if n := len(h.bundles()); n != 4 {
+		t.Fatalf("%d webhooks, want the two validating and the two mutating ones", n)
+	}
 	// Renewals at 50m and 1h40m, both by the first CA (it still has more
 	// than a certificate lifetime left).
 	h.clock.Step(50 * time.Minute)
@@ -307,5 +365,141 @@ func TestReplicasSharingTheCASecretAreTrustedByOneBundle(t *testing.T) {
 	}
 	if got := parseBundle(vwc.Webhooks[0].ClientConfig.CABundle); len(got) != 2 || !got[1].Equal(bundle[0]) {
 		t.Fatalf("caBundle after the CA renewal holds %d CAs, want the new one and the previous one", len(got))
+	}
+}
+
+// logRecorder is a logr.LogSink keeping every line, at every verbosity.
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []loggedLine
+}
+
+type loggedLine struct {
+	level int
+	err   error
+	msg   string
+	kv    []any
+}
+
+func (l *logRecorder) Init(logr.RuntimeInfo) {}
+func (l *logRecorder) Enabled(int) bool      { return true }
+func (l *logRecorder) Info(level int, msg string, kv ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, loggedLine{level: level, msg: msg, kv: kv})
+}
+func (l *logRecorder) Error(err error, msg string, kv ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, loggedLine{err: err, msg: msg, kv: kv})
+}
+func (l *logRecorder) WithValues(...any) logr.LogSink { return l }
+func (l *logRecorder) WithName(string) logr.LogSink   { return l }
+
+// shown returns the errors and the info lines at verbosity 0 (what a
+// production log shows) that mention s.
+func (l *logRecorder) shown(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		text := fmt.Sprint(line.msg, line.err, line.kv)
+		if (line.err != nil || line.level == 0) && strings.Contains(text, s) {
+			out = append(out, text)
+		}
+	}
+	return out
+}
+
+func TestMutatingConfigurationGetsTheCAInEveryWebhook(t *testing.T) {
+	h := newHarness(t, 10*time.Hour, time.Hour, 20*time.Minute)
+	h.installMutating()
+	h.ensure()
+	for i, b := range h.mutatingBundles() {
+		if len(b) != 1 {
+			t.Fatalf("mutating webhook %d caBundle holds %d CAs, want the CA", i, len(b))
+		}
+	}
+	if err := h.trusted(h.serving()); err != nil {
+		t.Fatalf("serving certificate not trusted by every webhook: %v", err)
+	}
+}
+
+// A MutatingWebhookConfiguration that is not installed (deploy/
+// sidecar-injector is optional) is not an error, and its absence is said
+// at debug level only, however often the check runs.
+func TestMissingMutatingConfigurationIsNeitherAnErrorNorLogged(t *testing.T) {
+	h := newHarness(t, 10*time.Hour, time.Hour, 20*time.Minute)
+	for range 3 {
+		h.ensure()
+		h.clock.Step(10 * time.Minute)
+	}
+	if err := h.trusted(h.serving()); err != nil {
+		t.Fatalf("the validating configuration was not kept: %v", err)
+	}
+	if lines := h.logs.shown(mwcName); len(lines) != 0 {
+		t.Fatalf("the missing configuration was logged above debug level:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// watchSignal closes watching once a watch of MutatingWebhookConfigurations
+// is open, so that the test creates one only when the watch can see it.
+type watchSignal struct {
+	client.WithWatch
+	once     sync.Once
+	watching chan struct{}
+}
+
+func (w *watchSignal) Watch(ctx context.Context, list client.ObjectList, opts ...client.ListOption) (watch.Interface, error) {
+	wi, err := w.WithWatch.Watch(ctx, list, opts...)
+	if _, ok := list.(*admissionregistrationv1.MutatingWebhookConfigurationList); ok && err == nil {
+		w.once.Do(func() { close(w.watching) })
+	}
+	return wi, err
+}
+
+func TestMutatingConfigurationCreatedAfterStartGetsTheCAAtOnce(t *testing.T) {
+	h := newHarness(t, 10*time.Hour, time.Hour, 20*time.Minute)
+	signal := &watchSignal{WithWatch: h.client, watching: make(chan struct{})}
+	r, err := New(Options{
+		CertDir: h.dir, DNSNames: []string{dnsName}, WebhookConfigurationName: vwcName, MutatingWebhookConfigurationName: mwcName,
+		Client: signal, CAValidity: 10 * time.Hour, CertValidity: time.Hour, RenewBefore: 20 * time.Minute, Clock: h.clock,
+		Logger: logr.New(h.logs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- r.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
+	select {
+	case <-signal.watching:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the MutatingWebhookConfiguration is not watched")
+	}
+	// The fake clock never reaches the check interval: only the watch can
+	// fill the caBundle.
+	h.installMutating()
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for _, b := range h.mutatingBundles() {
+			if len(b) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("the caBundle of the configuration created after Start stayed empty: %v", err)
+	}
+	if err := h.trusted(h.serving()); err != nil {
+		t.Fatalf("serving certificate not trusted by every webhook: %v", err)
+	}
+	if lines := h.logs.shown("failed"); len(lines) != 0 {
+		t.Fatalf("checks failed before the configuration was created:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -12,9 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/kubevirt-plugins/framework/api/sidecarinjection"
+	sidecarwebhook "github.com/kubevirt-plugins/framework/plugin-controller/webhooks/sidecar"
+	kustomizebuild "github.com/kubevirt-plugins/framework/tests/framework/kustomize"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -25,23 +26,11 @@ func kustomize(t *testing.T, rel ...string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	objs, err := kustomizebuild.Build(dir)
 	if err != nil {
-		t.Fatalf("kustomize build %s: %v", strings.Join(rel, "/"), err)
+		t.Fatal(err)
 	}
-	var out []*unstructured.Unstructured
-	for _, r := range rm.Resources() {
-		b, err := r.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(b); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, u)
-	}
-	return out
+	return objs
 }
 
 func kinds(objs []*unstructured.Unstructured) []string {
@@ -62,7 +51,7 @@ func TestDeployKustomizationIsAcceptedByTheAPIServer(t *testing.T) {
 	want := []string{
 		"ClusterRole/plugin-controller", "ClusterRole/plugin-controller-metrics-reader", "ClusterRoleBinding/plugin-controller",
 		"CustomResourceDefinition/plugins.plugin.kubevirt.io", "Deployment/plugin-controller",
-		"Role/plugin-controller", "RoleBinding/plugin-controller", "Service/plugin-controller-metrics", "Service/plugin-controller-webhook",
+		"PodDisruptionBudget/plugin-controller", "Role/plugin-controller", "RoleBinding/plugin-controller", "Service/plugin-controller-metrics", "Service/plugin-controller-webhook",
 		"ServiceAccount/plugin-controller", "ValidatingAdmissionPolicy/kubevirt-plugin-sockets-subpath",
 		"ValidatingAdmissionPolicyBinding/kubevirt-plugin-sockets-subpath",
 		"ValidatingWebhookConfiguration/plugin-controller",
@@ -71,6 +60,188 @@ func TestDeployKustomizationIsAcceptedByTheAPIServer(t *testing.T) {
 		t.Fatalf("deploy/ builds\n%v\nwant\n%v", got, want)
 	}
 	checkMetricsService(t, objs, "plugin-controller-metrics", "plugin-controller")
+	checkDisruptionBudget(t, objs, "plugin-controller", "plugin-controller")
+	dryRunApply(t, objs)
+}
+
+// find returns the object of that kind and name in objs, or fails.
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s/%s in %v", kind, name, kinds(objs))
+	return nil
+}
+
+// checkDisruptionBudget: the PodDisruptionBudget named pdb selects the
+// Pods of the Deployment named deployment, keeps one of them running, and
+// leaves one that a drain may evict, so that the webhook always has a
+// replica to answer; the Pods wait (preStop) before they stop serving.
+func checkDisruptionBudget(t *testing.T, objs []*unstructured.Unstructured, pdb, deployment string) {
+	t.Helper()
+	budget, dep := find(t, objs, "PodDisruptionBudget", pdb), find(t, objs, "Deployment", deployment)
+	if budget.GetNamespace() != dep.GetNamespace() {
+		t.Errorf("PodDisruptionBudget %s in namespace %q, its Deployment in %q", pdb, budget.GetNamespace(), dep.GetNamespace())
+	}
+	selector, _, _ := unstructured.NestedStringMap(budget.Object, "spec", "selector", "matchLabels")
+	if expr, _, _ := unstructured.NestedSlice(budget.Object, "spec", "selector", "matchExpressions"); len(selector) == 0 || len(expr) != 0 {
+		t.Errorf("PodDisruptionBudget %s selects %v %v, want matchLabels alone", pdb, selector, expr)
+	}
+	podLabels, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "metadata", "labels")
+	for k, v := range selector {
+		if podLabels[k] != v {
+			t.Errorf("PodDisruptionBudget %s selects %s=%s, which the Pods of %s do not carry (%v)", pdb, k, v, deployment, podLabels)
+		}
+	}
+	minAvailable, _, _ := unstructured.NestedFieldNoCopy(budget.Object, "spec", "minAvailable")
+	replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+	if minAvailable != int64(1) || replicas < 2 {
+		t.Errorf("PodDisruptionBudget %s minAvailable %v for %d replicas, want 1 of at least 2", pdb, minAvailable, replicas)
+	}
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		t.Fatalf("Deployment %s has no containers", deployment)
+	}
+	if sleep, _, _ := unstructured.NestedInt64(containers[0].(map[string]any), "lifecycle", "preStop", "sleep", "seconds"); sleep <= 0 {
+		t.Errorf("Deployment %s has no preStop sleep: a deleted Pod would stop serving before its endpoint is gone", deployment)
+	}
+}
+
+// TestSidecarInjectorKustomizationPointsAtTheControllersInjector:
+// deploy/sidecar-injector, installed on its own, registers the webhook the
+// controller serves (sidecarwebhook.Path behind the Service that
+// deploy/controller installs) for the creation of launcher Pods alone,
+// refuses them when no replica answers, the controller may fill its
+// caBundle, and the API server accepts it.
+func TestSidecarInjectorKustomizationPointsAtTheControllersInjector(t *testing.T) {
+	objs := kustomize(t, "deploy", "sidecar-injector")
+	if got, want := kinds(objs), []string{"MutatingWebhookConfiguration/kubevirt-plugin-sidecar-injector"}; !slices.Equal(got, want) {
+		t.Fatalf("deploy/sidecar-injector builds %v, want %v", got, want)
+	}
+	mwc := objs[0]
+	controller := kustomize(t, "deploy", "controller")
+	checkInjectorWebhook(t, mwc, controller)
+
+	// The controller may write the caBundle (self-signed mode).
+	role := find(t, controller, "ClusterRole", "plugin-controller")
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	mayUpdate := false
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+		names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
+		verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+		if slices.Contains(resources, "mutatingwebhookconfigurations") && slices.Contains(names, mwc.GetName()) && slices.Contains(verbs, "update") {
+			mayUpdate = true
+		}
+	}
+	if !mayUpdate {
+		t.Errorf("ClusterRole plugin-controller may not update MutatingWebhookConfiguration %s: its caBundle would stay empty", mwc.GetName())
+	}
+	dryRunApply(t, objs)
+}
+
+// checkInjectorWebhook checks the one webhook of mwc against the
+// controller's manifests.
+func checkInjectorWebhook(t *testing.T, mwc *unstructured.Unstructured, controller []*unstructured.Unstructured) {
+	t.Helper()
+	webhooks, _, _ := unstructured.NestedSlice(mwc.Object, "webhooks")
+	if len(webhooks) != 1 {
+		t.Fatalf("%d webhooks, want one", len(webhooks))
+	}
+	wh := webhooks[0].(map[string]any)
+	str := func(path ...string) string {
+		v, _, _ := unstructured.NestedString(wh, path...)
+		return v
+	}
+
+	svc := find(t, controller, "Service", "plugin-controller-webhook")
+	if name, ns := str("clientConfig", "service", "name"), str("clientConfig", "service", "namespace"); name != svc.GetName() || ns != svc.GetNamespace() {
+		t.Errorf("webhook calls Service %s/%s, want %s/%s", ns, name, svc.GetNamespace(), svc.GetName())
+	}
+	if p := str("clientConfig", "service", "path"); p != sidecarwebhook.Path {
+		t.Errorf("webhook path %q, want %q, where the controller serves the injector", p, sidecarwebhook.Path)
+	}
+	port, found, _ := unstructured.NestedInt64(wh, "clientConfig", "service", "port")
+	if !found {
+		port = 443
+	}
+	svcPorts, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+	if !slices.ContainsFunc(svcPorts, func(p any) bool { return p.(map[string]any)["port"] == port }) {
+		t.Errorf("webhook calls port %d, which Service %s does not expose (%v)", port, svc.GetName(), svcPorts)
+	}
+	// The same endpoint as the Plugin webhook, whose calls the other tests
+	// make: one server, one certificate.
+	vwc := find(t, controller, "ValidatingWebhookConfiguration", "plugin-controller")
+	validating, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
+	vport, _, _ := unstructured.NestedInt64(validating[0].(map[string]any), "clientConfig", "service", "port")
+	if vport != port {
+		t.Errorf("webhook calls port %d, the Plugin webhook %d", port, vport)
+	}
+
+	selector, _, _ := unstructured.NestedStringMap(wh, "objectSelector", "matchLabels")
+	expr, _, _ := unstructured.NestedSlice(wh, "objectSelector", "matchExpressions")
+	if len(selector) != 1 || selector[sidecarinjection.LauncherLabel] != sidecarinjection.LauncherLabelValue || len(expr) != 0 {
+		t.Errorf("objectSelector %v %v, want matchLabels %s: %s alone: other Pods must not depend on the webhook",
+			selector, expr, sidecarinjection.LauncherLabel, sidecarinjection.LauncherLabelValue)
+	}
+	rules, _, _ := unstructured.NestedSlice(wh, "rules")
+	if len(rules) != 1 {
+		t.Fatalf("rules %v, want one", rules)
+	}
+	rule := rules[0].(map[string]any)
+	list := func(key string) []string {
+		v, _, _ := unstructured.NestedStringSlice(rule, key)
+		return v
+	}
+	if !slices.Equal(list("apiGroups"), []string{""}) || !slices.Equal(list("apiVersions"), []string{"v1"}) ||
+		!slices.Equal(list("resources"), []string{"pods"}) || !slices.Equal(list("operations"), []string{"CREATE"}) {
+		t.Errorf("rule %v, want the creation of core v1 pods alone", rule)
+	}
+	for field, want := range map[string]string{
+		"failurePolicy": "Fail", "sideEffects": "None", "reinvocationPolicy": "Never", "matchPolicy": "Equivalent",
+	} {
+		if got := str(field); got != want {
+			t.Errorf("%s %q, want %q", field, got, want)
+		}
+	}
+	if timeout, _, _ := unstructured.NestedInt64(wh, "timeoutSeconds"); timeout != 10 {
+		t.Errorf("timeoutSeconds %d, want 10", timeout)
+	}
+	if versions, _, _ := unstructured.NestedStringSlice(wh, "admissionReviewVersions"); !slices.Equal(versions, []string{"v1"}) {
+		t.Errorf("admissionReviewVersions %v, want [v1]", versions)
+	}
+	if bundle := str("clientConfig", "caBundle"); bundle != "" {
+		t.Errorf("the manifest carries a caBundle; the controller or cert-manager fills it")
+	}
+}
+
+// TestCertManagerSidecarInjectorOverlayInjectsTheWebhooksCA: the
+// cert-manager variant of deploy/sidecar-injector is the same webhook,
+// with its caBundle injected from the Certificate deploy/cert-manager
+// issues for the webhook Service.
+func TestCertManagerSidecarInjectorOverlayInjectsTheWebhooksCA(t *testing.T) {
+	objs := kustomize(t, "deploy", "cert-manager", "sidecar-injector")
+	if got, want := kinds(objs), []string{"MutatingWebhookConfiguration/kubevirt-plugin-sidecar-injector"}; !slices.Equal(got, want) {
+		t.Fatalf("deploy/cert-manager/sidecar-injector builds %v, want %v", got, want)
+	}
+	mwc := objs[0]
+	certManager := kustomize(t, "deploy", "cert-manager")
+	from := mwc.GetAnnotations()["cert-manager.io/inject-ca-from"]
+	ns, name, _ := strings.Cut(from, "/")
+	cert := find(t, certManager, "Certificate", name)
+	if cert.GetNamespace() != ns {
+		t.Fatalf("inject-ca-from %q, but Certificate %s is in namespace %q", from, name, cert.GetNamespace())
+	}
+	// The Certificate the validating webhook's CA comes from, too.
+	vwc := find(t, certManager, "ValidatingWebhookConfiguration", "plugin-controller")
+	if got := vwc.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != from {
+		t.Errorf("inject-ca-from %q, the Plugin webhook's %q", from, got)
+	}
+	checkInjectorWebhook(t, mwc, certManager)
 	dryRunApply(t, objs)
 }
 
@@ -199,6 +370,7 @@ func TestCertManagerOverlaySwitchesTheControllerToExternalCertificates(t *testin
 	if _, hasEmptyDir := certs["emptyDir"]; hasEmptyDir || secret != "plugin-controller-webhook-cert" {
 		t.Errorf("certs volume %v, want the Certificate's Secret and no emptyDir", certs)
 	}
+	checkDisruptionBudget(t, objs, "plugin-controller", "plugin-controller")
 	// Everything but the cert-manager kinds is accepted as well.
 	dryRunApply(t, objs)
 }

@@ -9,16 +9,21 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -28,9 +33,11 @@ import (
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/api/sidecarinjection"
 	pluginreconciler "github.com/kubevirt-plugins/framework/plugin-controller/reconcilers/plugin"
 	"github.com/kubevirt-plugins/framework/plugin-controller/servingcert"
 	pluginwebhook "github.com/kubevirt-plugins/framework/plugin-controller/webhooks/plugin"
+	sidecarwebhook "github.com/kubevirt-plugins/framework/plugin-controller/webhooks/sidecar"
 )
 
 // Leader election lives in the controller's namespace.
@@ -55,10 +62,12 @@ type flags struct {
 	leaderElect                        bool
 	leaderElectionNamespace            string
 	enableWebhook                      bool
+	enableSidecarInjector              bool
 	webhookPort                        int
 	certDir, certManagement            string
 	serviceName, serviceNamespace      string
 	webhookConfigName                  string
+	mutatingWebhookConfigName          string
 	caSecretName                       string
 	certCheckInterval                  time.Duration
 	celCostLimit                       uint64
@@ -83,6 +92,8 @@ func parseFlags(args []string) (*flags, error) {
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", namespace, "Namespace of the leader election Lease. Default: $POD_NAMESPACE, else kubevirt.")
 	fs.BoolVar(&f.enableWebhook, "enable-webhook", true, "Serve the validating webhook for Plugins; false runs the reconciler alone.")
+	fs.BoolVar(&f.enableSidecarInjector, "enable-sidecar-injector", true,
+		"Serve the mutating webhook that injects plugin sidecars into virt-launcher Pods, as the ConfigMaps labelled "+sidecarinjection.ConfigMapLabel+" in $POD_NAMESPACE describe (deploy/sidecar-injector registers it); needs --enable-webhook.")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	fs.StringVar(&f.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding tls.crt and tls.key for the webhook server.")
 	fs.StringVar(&f.certManagement, "webhook-cert-management", certsSelfSigned,
@@ -90,10 +101,12 @@ func parseFlags(args []string) (*flags, error) {
 	fs.StringVar(&f.serviceName, "webhook-service-name", "plugin-controller-webhook", "Service in front of the webhook; names the self-signed certificate.")
 	fs.StringVar(&f.serviceNamespace, "webhook-service-namespace", namespace, "Namespace of that Service. Default: $POD_NAMESPACE, else kubevirt.")
 	fs.StringVar(&f.webhookConfigName, "webhook-configuration-name", "plugin-controller", "ValidatingWebhookConfiguration whose caBundle the self-signed mode maintains.")
+	fs.StringVar(&f.mutatingWebhookConfigName, "mutating-webhook-configuration-name", "kubevirt-plugin-sidecar-injector",
+		"MutatingWebhookConfiguration (the sidecar injector's, deploy/sidecar-injector) whose caBundle the self-signed mode maintains too, once it exists; \"\" leaves it alone.")
 	fs.StringVar(&f.caSecretName, "webhook-ca-secret-name", "plugin-controller-webhook-ca",
 		"Secret (in --webhook-service-namespace) holding the self-signed CA every replica signs its serving certificate with, so one caBundle trusts them all; \"\" keeps a CA per replica in --webhook-cert-dir (one replica only).")
 	fs.DurationVar(&f.certCheckInterval, "webhook-cert-check-interval", 0,
-		"How often the self-signed mode checks the certificates and the caBundle, besides watching the ValidatingWebhookConfiguration. Default: 5 minutes.")
+		"How often the self-signed mode checks the certificates and the caBundles, besides watching the webhook configurations. Default: 5 minutes.")
 	fs.Uint64Var(&f.celCostLimit, "cel-cost-limit", celenv.DefaultCostLimit, "Cost limit of CEL expressions; must match the launcher's and the handler's.")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", pluginreconciler.DefaultMaxConcurrentReconciles, "Plugins reconciled in parallel.")
 	f.zap.BindFlags(fs)
@@ -169,6 +182,15 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 	if f.enableWebhook {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.certDir})
 	}
+	injector := f.enableWebhook && f.enableSidecarInjector
+	if injector {
+		// The injector reads only the sidecar descriptions: ConfigMaps of
+		// its namespace with the description label.
+		opts.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{f.serviceNamespace: {}},
+			Label:      labels.SelectorFromSet(nil).Add(mustRequirement(sidecarinjection.ConfigMapLabel, selection.Exists)),
+		}}
+	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -179,6 +201,23 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 	readiness := healthz.Ping
 	if f.enableWebhook {
 		readiness = mgr.GetWebhookServer().StartedChecker()
+	}
+	if injector {
+		// Ready once the descriptions are read too: a replica that
+		// answered before would inject nothing.
+		if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
+			return err
+		}
+		started := readiness
+		readiness = func(req *http.Request) error {
+			if err := started(req); err != nil {
+				return err
+			}
+			if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+				return errors.New("the sidecar descriptions are not read yet")
+			}
+			return nil
+		}
 	}
 	if err := mgr.AddReadyzCheck("ready", readiness); err != nil {
 		return err
@@ -199,9 +238,22 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 		if err := (&pluginwebhook.Validator{CEL: env}).SetupWebhookWithManager(mgr); err != nil {
 			return err
 		}
+		if injector {
+			if err := (&sidecarwebhook.Injector{Reader: mgr.GetClient(), Namespace: f.serviceNamespace}).SetupWebhookWithManager(mgr); err != nil {
+				return err
+			}
+		}
 	}
-	logger.Info("starting", "webhook", f.enableWebhook, "leaderElection", f.leaderElect)
+	logger.Info("starting", "webhook", f.enableWebhook, "sidecarInjector", injector, "leaderElection", f.leaderElect)
 	return mgr.Start(ctx)
+}
+
+func mustRequirement(key string, op selection.Operator) labels.Requirement {
+	r, err := labels.NewRequirement(key, op, nil)
+	if err != nil {
+		panic(err)
+	}
+	return *r
 }
 
 // metricsOptions serves metrics the way --metrics-secure says.
@@ -225,12 +277,13 @@ func setupSelfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Confi
 	}
 	svc := f.serviceName + "." + f.serviceNamespace
 	opts := servingcert.Options{
-		CertDir:                  f.certDir,
-		DNSNames:                 []string{svc + ".svc", svc + ".svc.cluster.local", svc},
-		WebhookConfigurationName: f.webhookConfigName,
-		Client:                   direct,
-		CheckInterval:            f.certCheckInterval,
-		Logger:                   logger.WithName("servingcert"),
+		CertDir:                          f.certDir,
+		DNSNames:                         []string{svc + ".svc", svc + ".svc.cluster.local", svc},
+		WebhookConfigurationName:         f.webhookConfigName,
+		MutatingWebhookConfigurationName: f.mutatingWebhookConfigName,
+		Client:                           direct,
+		CheckInterval:                    f.certCheckInterval,
+		Logger:                           logger.WithName("servingcert"),
 	}
 	if f.caSecretName != "" {
 		opts.CASecret = &types.NamespacedName{Namespace: f.serviceNamespace, Name: f.caSecretName}
