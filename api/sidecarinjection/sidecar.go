@@ -76,7 +76,7 @@ type Sidecar struct {
 	Args            []string          `json:"args,omitempty"`
 	Env             []corev1.EnvVar   `json:"env,omitempty"`
 	// Resources are the sidecar's per QoS class of the launcher Pod.
-	Resources Resources `json:"resources,omitempty"`
+	Resources Resources `json:"resources,omitzero"`
 	// VolumeMounts are mounts besides the sockets directory, which is
 	// always mounted.
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`

@@ -3,6 +3,7 @@
 package sidecarinjection_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -147,9 +148,7 @@ func TestGuaranteedFollowsTheQoSRule(t *testing.T) {
 
 func launcher(labels map[string]string, compute corev1.ResourceRequirements) *corev1.Pod {
 	l := map[string]string{"kubevirt.io": "virt-launcher"}
-	for k, v := range labels {
-		l[k] = v
-	}
+	maps.Copy(l, labels)
 	p := &corev1.Pod{Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "compute", Resources: compute}},
 		Volumes:    []corev1.Volume{{Name: "kubevirt-plugin-sockets", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},

@@ -112,12 +112,14 @@ func startWebhookServer() (*apiserver.Server, func(), error) {
 	opts := srv.Env.WebhookInstallOptions
 	hook := webhook.NewServer(webhook.Options{Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir})
 	hook.Register(sidecarwebhook.Path, &webhook.Admission{Handler: &sidecarwebhook.Injector{Reader: srv.Client, Namespace: controllerNamespace}})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // TestMain has no *testing.T; cancelled when the package's tests end
 	done := make(chan error, 1)
 	go func() { done <- hook.Start(ctx) }()
 	stop := func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "the injection webhook server:", err)
+		}
 		_ = srv.Stop()
 	}
 	return srv, stop, nil
