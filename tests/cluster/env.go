@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,7 @@ type env struct {
 	kind       string
 	name       string
 	version    string
+	cfg        *rest.Config
 	c          client.Client
 	log        io.Writer
 }
@@ -85,6 +87,7 @@ func (e *env) connect() error {
 		return err
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	e.cfg = cfg
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kubevirtv1.AddToScheme, pluginv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {

@@ -33,8 +33,9 @@ const (
 	podFinalizer = "standin.kubevirt-plugins.io/scenario"
 )
 
-// samples are the sample plugins applied, with the sidecar each one's
-// injection policy adds to launcher Pods.
+// samples are the sample plugins applied, each with the sidecar its
+// sidecar.yaml describes, which the chosen injection path adds to launcher
+// Pods.
 var samples = []string{"cloudinit-network", "migration-tuner", "smbios-watchdog"}
 
 const celPluginYAML = `apiVersion: plugin.kubevirt.io/v1alpha1
@@ -85,6 +86,44 @@ func vmiSpec(uuid string) kubevirtv1.VirtualMachineInstanceSpec {
 	}
 }
 
+// newDedicatedVM is a VM with dedicated CPUs: one core placed on an
+// exclusive CPU (spec.domain.cpu.dedicatedCpuPlacement), which KubeVirt
+// gives a Guaranteed launcher Pod.
+func newDedicatedVM(name, uuid string) *kubevirtv1.VirtualMachine {
+	vm := newVM(name, uuid)
+	d := &vm.Spec.Template.Spec.Domain
+	d.CPU = &kubevirtv1.CPU{Cores: 1, DedicatedCPUPlacement: true}
+	d.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+	d.Resources.Limits = d.Resources.Requests.DeepCopy()
+	return vm
+}
+
+// launcherOverhead is what a launcher Pod's compute container needs besides
+// the guest's memory: libvirtd, QEMU (TCG) and the launcher; 512Mi in all
+// for the stand-in's 64Mi guest, which ran in it on both minors.
+var launcherOverhead = resource.MustParse("448Mi")
+
+// launcherResources are the compute container's resources for vmi. A VMI
+// with dedicated CPUs gets, as virt-controller gives it, requests equal to
+// limits: its vCPUs as whole CPUs, and its memory plus launcherOverhead,
+// so that the Pod is Guaranteed and the kubelet's static CPU manager (where
+// it runs) gives compute exclusive CPUs. Any other VMI's launcher sets
+// none here (the stand-in guest is tiny).
+func launcherResources(vmi *kubevirtv1.VirtualMachineInstance) corev1.ResourceRequirements {
+	cpu := vmi.Spec.Domain.CPU
+	if cpu == nil || !cpu.DedicatedCPUPlacement {
+		return corev1.ResourceRequirements{}
+	}
+	vcpus := int64(max(cpu.Cores, 1) * max(cpu.Sockets, 1) * max(cpu.Threads, 1))
+	mem := vmi.Spec.Domain.Resources.Requests.Memory().DeepCopy()
+	mem.Add(launcherOverhead)
+	list := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(vcpus, resource.DecimalSI),
+		corev1.ResourceMemory: mem,
+	}
+	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}
+}
+
 func newVM(name, uuid string) *kubevirtv1.VirtualMachine {
 	running := kubevirtv1.RunStrategyAlways
 	return &kubevirtv1.VirtualMachine{
@@ -127,8 +166,9 @@ const networkStatus = `[
 // node (through the scheduler, by node name label): labelled
 // kubevirt.io=virt-launcher and with the VMI's labels, controlled by the
 // VMI, with the command sockets, plugin sockets and ephemeral disks
-// volumes. It completes when compute exits (restartPolicy Never), once the
-// kubelet has stopped its native sidecars.
+// volumes, and the resources launcherResources gives compute (Guaranteed
+// for dedicated CPUs). It completes when compute exits (restartPolicy
+// Never), once the kubelet has stopped its native sidecars.
 func newLauncherPod(vmi *kubevirtv1.VirtualMachineInstance, suffix, node string) *corev1.Pod {
 	yes := true
 	labels := map[string]string{"kubevirt.io": "virt-launcher", "kubevirt.io/created-by": string(vmi.UID), "vm.kubevirt.io/name": vmi.Name}
@@ -151,6 +191,7 @@ func newLauncherPod(vmi *kubevirtv1.VirtualMachineInstance, suffix, node string)
 			AutomountServiceAccountToken:  new(bool),
 			Containers: []corev1.Container{{
 				Name: "compute", Image: launcherImage, ImagePullPolicy: corev1.PullIfNotPresent,
+				Resources: launcherResources(vmi),
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: cmdsock.VolumeName, MountPath: cmdsock.MountPath},
 					{Name: pluginv1alpha1.SocketsVolumeName, MountPath: pluginv1alpha1.SocketsRoot},

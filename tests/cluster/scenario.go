@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/kubevirt-plugins/framework/api/sidecarinjection"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 	"github.com/kubevirt-plugins/framework/tests/framework/transcript"
 )
@@ -49,14 +50,18 @@ type scenario struct {
 
 	workers []string
 	vm      *vmState
+	// injection is how the samples' sidecars are injected on this
+	// cluster, sidecars what each sample's sidecar.yaml describes.
+	injection injection
+	sidecars  map[string]*sidecarinjection.Sidecar
 }
 
 func (s *scenario) steps() []transcript.Step {
 	return []transcript.Step{
 		{Title: "A kind cluster of three nodes from the node image built here", Run: s.startCluster},
-		{Title: "kubectl apply -k deploy/ into the restricted namespace kubevirt", Run: s.deploy},
-		{Title: "The samples applied with kubectl apply -k, and the virt-handler stand-in", Run: s.applySamples},
-		{Title: "A VM's launcher Pod: the policies inject native sidecars, the kubelet runs them, the VM boots", Run: s.bootVM},
+		{Title: "kubectl apply -k deploy/ (and deploy/sidecar-injector on the webhook path) into the restricted namespace kubevirt", Run: s.deploy},
+		{Title: "The samples applied with kubectl apply -k for the injection path, and the virt-handler stand-in", Run: s.applySamples},
+		{Title: "A VM's launcher Pod: its sidecars are injected as native sidecars, the kubelet runs them, the VM boots", Run: s.bootVM},
 		{Title: "A template label change reaches the running launcher Pod in place", Run: s.syncLabel},
 		{Title: "The plugin-controller leader Pod is deleted mid-run", Run: s.killLeader},
 		{Title: "Live migration to the other worker, tuned by migration-tuner", Run: s.migrate},
@@ -64,6 +69,7 @@ func (s *scenario) steps() []transcript.Step {
 		{Title: "Stopping the VM: the target launcher Pod completes", Run: s.stopVM},
 		{Title: "Node hooks from each node's handler reached that node's recorder, in order", Run: s.nodeHooks},
 		{Title: "A sidecar container is killed: the kubelet restarts it, the next boot waits for it", Run: s.killSidecar},
+		{Title: "A dedicated-CPU VM: its Guaranteed launcher Pod stays Guaranteed with the injected sidecars, and the VM boots", Run: s.dedicatedVM},
 	}
 }
 

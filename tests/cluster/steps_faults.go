@@ -219,7 +219,7 @@ func (s *scenario) nodeHooks(ctx context.Context) error {
 // restarts it and the launcher's GuestDefinition waits for its socket.
 func (s *scenario) killSidecar(ctx context.Context) error {
 	node := s.workers[0]
-	_, vmi, pod, err := s.createVM(ctx, "demo-vm-2", "0b7d5c2e-8f1a-4e3b-9c6d-2a4f8e1b7c90", node)
+	_, vmi, pod, err := s.createVM(ctx, newVM("demo-vm-2", "0b7d5c2e-8f1a-4e3b-9c6d-2a4f8e1b7c90"), node)
 	if err != nil {
 		return err
 	}

@@ -96,6 +96,12 @@ func (s *scenario) startCluster(ctx context.Context) error {
 	if !s.Check("every kubelet runs Kubernetes "+s.version, len(versions) == 1 && versions[s.version], "%v", versions) {
 		return errCheckFailed
 	}
+	inj, err := s.chooseInjection()
+	if err != nil {
+		return err
+	}
+	s.injection = inj
+	s.Show(fmt.Sprintf("sidecar injection: the %s path, %s: %s", s.injection, s.injection.injector(), s.injection.why))
 	return nil
 }
 
@@ -114,6 +120,15 @@ func (s *scenario) deploy(ctx context.Context) error {
 			return err
 		}
 		s.Show("$ kubectl apply -k " + dir + "\n" + indent(out))
+	}
+	if !s.injection.policy {
+		// The webhook path: the MutatingWebhookConfiguration pointing at
+		// the plugin-controller's webhook Service.
+		out, err := s.kubectl(ctx, "", "apply", "-k", "deploy/sidecar-injector")
+		if err != nil {
+			return err
+		}
+		s.Show("$ kubectl apply -k deploy/sidecar-injector\n" + indent(out))
 	}
 	for _, name := range []string{"plugin-controller", "label-syncer"} {
 		err := poll(ctx, "Deployment "+name, 4*time.Minute, func() (bool, string, error) {
@@ -147,6 +162,11 @@ func (s *scenario) deploy(ctx context.Context) error {
 	})
 	s.Check("the validating webhook, through its Service, refuses an invalid Plugin naming the field", err == nil,
 		"%s", firstLine(refusal))
+	if !s.injection.policy {
+		if err := s.waitCABundle(ctx); err != nil {
+			return err
+		}
+	}
 	return s.checkMetrics(ctx)
 }
 
@@ -213,12 +233,20 @@ func (s *scenario) checkMetrics(ctx context.Context) error {
 }
 
 func (s *scenario) applySamples(ctx context.Context) error {
-	for _, dir := range append(slices.Clone(samples), "node-hook-recorder") {
-		out, err := s.kubectl(ctx, "", "apply", "-k", "sample-sidecars/"+dir)
+	var err error
+	if s.sidecars, err = s.sampleSidecars(); err != nil {
+		return err
+	}
+	dirs := []string{"sample-sidecars/node-hook-recorder"}
+	for _, name := range samples {
+		dirs = append(dirs, s.injection.sampleDir(name))
+	}
+	for _, dir := range dirs {
+		out, err := s.kubectl(ctx, "", "apply", "-k", dir)
 		if err != nil {
 			return err
 		}
-		s.Show("$ kubectl apply -k sample-sidecars/" + dir + "\n" + indent(out))
+		s.Show("$ kubectl apply -k " + dir + "\n" + indent(out))
 	}
 	if _, err := s.kubectl(ctx, celPluginYAML, "apply", "-f", "-"); err != nil {
 		return err
@@ -251,7 +279,7 @@ func (s *scenario) applySamples(ctx context.Context) error {
 			return errCheckFailed
 		}
 	}
-	return nil
+	return s.waitInjection(ctx)
 }
 
 func (s *scenario) waitDaemonSet(ctx context.Context, key client.ObjectKey) error {

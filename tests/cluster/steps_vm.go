@@ -28,11 +28,10 @@ type vmState struct {
 	recorderRestart time.Time
 }
 
-// startVM creates a VM, its VMI and launcher Pod on node (as
-// virt-controller does), waits for the Pod's containers, then schedules
-// the VMI there; before scheduling, beforeBoot runs (a fault to inject).
-func (s *scenario) createVM(ctx context.Context, name, uuid, node string) (*kubevirtv1.VirtualMachine, *kubevirtv1.VirtualMachineInstance, *corev1.Pod, error) {
-	vm := newVM(name, uuid)
+// createVM creates vm, its VMI and launcher Pod on node (as
+// virt-controller does) and waits for the Pod's containers; the caller
+// schedules the VMI.
+func (s *scenario) createVM(ctx context.Context, vm *kubevirtv1.VirtualMachine, node string) (*kubevirtv1.VirtualMachine, *kubevirtv1.VirtualMachineInstance, *corev1.Pod, error) {
 	if err := s.c.Create(ctx, vm); err != nil {
 		return nil, nil, nil, err
 	}
@@ -45,23 +44,18 @@ func (s *scenario) createVM(ctx context.Context, name, uuid, node string) (*kube
 }
 
 // createLauncherPod creates the launcher Pod, checks what the injection
-// policies made of it and waits until the kubelet runs all its containers.
+// made of it and waits until the kubelet runs all its containers.
 func (s *scenario) createLauncherPod(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, suffix, node string) (*corev1.Pod, error) {
 	pod := newLauncherPod(vmi, suffix, node)
 	if err := s.c.Create(ctx, pod); err != nil {
 		return nil, fmt.Errorf("creating launcher Pod %s: %w", pod.Name, err)
 	}
-	var native, plain []string
-	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			native = append(native, c.Name)
-		}
-	}
+	native := nativeSidecars(pod)
+	var plain []string
 	for _, c := range pod.Spec.Containers {
 		plain = append(plain, c.Name)
 	}
-	slices.Sort(native)
-	s.Check("Pod "+pod.Name+": the injection policies added "+strings.Join(samples, ", ")+" as native sidecars (restartable init containers)",
+	s.Check("Pod "+pod.Name+": "+s.injection.injector()+" added "+strings.Join(samples, ", ")+" as native sidecars (restartable init containers)",
 		slices.Equal(native, samples) && slices.Equal(plain, []string{"compute"}), "init containers %v, containers %v", native, plain)
 	err := poll(ctx, "Pod "+pod.Name+" to run every container", 4*time.Minute, func() (bool, string, error) {
 		if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
@@ -169,7 +163,7 @@ func (s *scenario) checkDomain(d *libvirtxml.Domain, vmi *kubevirtv1.VirtualMach
 }
 
 func (s *scenario) bootVM(ctx context.Context) error {
-	vm, vmi, pod, err := s.createVM(ctx, "demo-vm", "5e9c7a1d-3b2f-4c8e-9a61-0d4f2b7e8c13", s.workers[0])
+	vm, vmi, pod, err := s.createVM(ctx, newVM("demo-vm", "5e9c7a1d-3b2f-4c8e-9a61-0d4f2b7e8c13"), s.workers[0])
 	if err != nil {
 		return err
 	}
@@ -190,11 +184,17 @@ func (s *scenario) bootVM(ctx context.Context) error {
 	}
 	s.Check("libvirt in the launcher Pod reports the domain running", state == "running", "%s", state)
 	s.checkDomain(d, vmi, "libvirt's domain")
+	s.checkNoCloud(ctx, pod, vmi)
+	return nil
+}
+
+// checkNoCloud checks cloudinit-network's change in the NoCloud ISO the
+// launcher made.
+func (s *scenario) checkNoCloud(ctx context.Context, pod *corev1.Pod, vmi *kubevirtv1.VirtualMachineInstance) {
 	iso := "/var/run/kubevirt-ephemeral-disks/cloud-init-data/" + vmi.Namespace + "/" + vmi.Name + "/noCloud.iso"
 	nc, err := s.kubectl(ctx, "", "-n", pod.Namespace, "exec", pod.Name, "-c", "compute", "--", "/usr/local/bin/virt-launcher", "-print-network-config", iso)
 	s.Check("cloudinit-network added the secondary network red to the NoCloud ISO (PreBoot)", err == nil && strings.Contains(nc, redMAC) &&
 		strings.Contains(nc, "192.168.10.5/24"), "%s%s", strings.TrimSpace(nc), errSuffix(err))
-	return nil
 }
 
 func (s *scenario) syncLabel(ctx context.Context) error {

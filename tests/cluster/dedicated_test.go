@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestParseCPUListReadsRangesAndSingles(t *testing.T) {
+	for in, want := range map[string][]int{"": nil, "1": {1}, "0-1": {0, 1}, "0-2,5": {0, 1, 2, 5}, "3,1-2": {1, 2, 3}} {
+		got, err := parseCPUList(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("parseCPUList(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	if _, err := parseCPUList("a-b"); err == nil {
+		t.Error("parseCPUList(\"a-b\") gave no error")
+	}
+}
+
+func cpu(milli int64) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}}
+}
+
+func TestPodCPURequestCountsNativeSidecarsAndTheLargestInitContainer(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	p := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{
+			{Name: "a", Resources: cpu(200), RestartPolicy: &always},
+			{Name: "b", Resources: cpu(200), RestartPolicy: &always},
+		},
+		Containers: []corev1.Container{{Name: "compute", Resources: cpu(1000)}},
+	}}
+	if got := podCPURequest(p); got != 1400 {
+		t.Errorf("a launcher Pod with two sidecars: %dm, want 1400m", got)
+	}
+	// A plain init container after the sidecars runs next to them.
+	p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "setup", Resources: cpu(1800)})
+	if got := podCPURequest(p); got != 2200 {
+		t.Errorf("with a 1800m init container: %dm, want 2200m", got)
+	}
+}
+
+func TestADedicatedVMGetsAGuaranteedCompute(t *testing.T) {
+	pod := newLauncherPod(newVMI(newDedicatedVM("d", "7c1e4b9a-2d6f-4a83-b5e0-9f3c8d2a6b14")), "src", "n")
+	r := pod.Spec.Containers[0].Resources
+	if !sameResources(r.Requests, r.Limits) || r.Limits.Cpu().String() != "1" || r.Limits.Memory().String() != "512Mi" {
+		t.Errorf("compute resources: requests %s, limits %s; want 1 CPU and 512Mi, requests equal to limits",
+			resourceText(r.Requests), resourceText(r.Limits))
+	}
+	plain := newLauncherPod(newVMI(newVM("p", "5e9c7a1d-3b2f-4c8e-9a61-0d4f2b7e8c13")), "src", "n")
+	if len(plain.Spec.Containers[0].Resources.Limits) != 0 {
+		t.Errorf("a VM without dedicated CPUs got limits %v", plain.Spec.Containers[0].Resources.Limits)
+	}
+}

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubevirt-plugins/framework/api/sidecarinjection"
+)
+
+// injectionEnv overrides the choice of the injection path: policy or
+// webhook.
+const injectionEnv = "KVP_INJECTION"
+
+// sidecarInjector is the MutatingWebhookConfiguration deploy/sidecar-injector
+// installs; the samples' Plugins reference it on the webhook path.
+const sidecarInjector = "kubevirt-plugin-sidecar-injector"
+
+// injection is how the samples' sidecars reach the launcher Pods on this
+// cluster: the MutatingAdmissionPolicies of sample-sidecars/policies/<name>,
+// or the plugin-controller's webhook (deploy/sidecar-injector) reading the
+// ConfigMaps of sample-sidecars/<name>. Both come from one description per
+// sample (sidecar.yaml).
+type injection struct {
+	policy bool
+	// why says what decided the path.
+	why string
+}
+
+func (i injection) String() string {
+	if i.policy {
+		return "policy"
+	}
+	return "webhook"
+}
+
+// injector names what adds the sidecars, for the transcript.
+func (i injection) injector() string {
+	if i.policy {
+		return "the samples' MutatingAdmissionPolicies"
+	}
+	return "the plugin-controller's injection webhook"
+}
+
+// sampleDir is the kustomization a sample is applied from.
+func (i injection) sampleDir(name string) string {
+	if i.policy {
+		return "sample-sidecars/policies/" + name
+	}
+	return "sample-sidecars/" + name
+}
+
+// chooseInjection picks the path: KVP_INJECTION when set, else the policy
+// path when the API server serves MutatingAdmissionPolicy in
+// admissionregistration.k8s.io/v1 (Kubernetes 1.36 on, or an earlier
+// minor with its feature gate and API on), else the webhook path.
+func (s *scenario) chooseInjection() (injection, error) {
+	served, err := servesMutatingAdmissionPolicy(s.cfg)
+	if err != nil {
+		return injection{}, err
+	}
+	servedText := "the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy"
+	if served {
+		servedText = "the API server serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy"
+	}
+	switch v := os.Getenv(injectionEnv); v {
+	case "":
+		return injection{policy: served, why: servedText + " (discovery)"}, nil
+	case "policy", "webhook":
+		return injection{policy: v == "policy", why: injectionEnv + "=" + v + "; " + servedText}, nil
+	default:
+		return injection{}, fmt.Errorf("%s=%s: want policy or webhook", injectionEnv, v)
+	}
+}
+
+func servesMutatingAdmissionPolicy(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", admissionregistrationv1.SchemeGroupVersion, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Kind == "MutatingAdmissionPolicy" && !strings.Contains(r.Name, "/") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// sampleSidecars reads the samples' sidecar descriptions, which both paths
+// inject from.
+func (e *env) sampleSidecars() (map[string]*sidecarinjection.Sidecar, error) {
+	out := map[string]*sidecarinjection.Sidecar{}
+	for _, name := range samples {
+		p := filepath.Join(e.root, "sample-sidecars", name, "sidecar.yaml")
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := sidecarinjection.Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out[name] = sc
+	}
+	return out, nil
+}
+
+// probePod is a launcher Pod labelled for every sample's sidecar, created
+// with a server-side dry run: admission runs in full, nothing is stored.
+func probePod() *corev1.Pod {
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: vmNamespace, Name: "injection-probe", Labels: templateLabels()}}
+	pod := newLauncherPod(vmi, "dry-run", "")
+	pod.OwnerReferences, pod.Finalizers, pod.Spec.NodeSelector = nil, nil, nil
+	return pod
+}
+
+// nativeSidecars lists the Pod's restartable init containers, sorted.
+func nativeSidecars(pod *corev1.Pod) []string {
+	var native []string
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			native = append(native, c.Name)
+		}
+	}
+	slices.Sort(native)
+	return native
+}
+
+// waitInjection creates the probe Pod with a server-side dry run until the
+// three sidecars come back in it: on the webhook path the API server can
+// call the webhook only once the controller has written its CA into the
+// configuration, and the webhook has read the samples' ConfigMaps; on the
+// policy path the API server loads the policies asynchronously too.
+func (s *scenario) waitInjection(ctx context.Context) error {
+	start := time.Now()
+	var got []string
+	err := poll(ctx, s.injection.injector()+" to answer", 3*time.Minute, func() (bool, string, error) {
+		pod := probePod()
+		if err := s.c.Create(ctx, pod, client.DryRunAll); err != nil {
+			return false, firstLine(err.Error()), nil
+		}
+		got = nativeSidecars(pod)
+		return slices.Equal(got, samples), fmt.Sprintf("native sidecars %v", got), nil
+	})
+	s.Check(fmt.Sprintf("a launcher Pod created with a server-side dry run comes back with %s, added by %s", strings.Join(samples, ", "), s.injection.injector()),
+		err == nil, "answered after %s, sidecars %v%s", time.Since(start).Round(100*time.Millisecond), got, errSuffix(err))
+	if err != nil {
+		if !s.injection.policy {
+			s.dumpPods(ctx, kubevirtNamespace)
+		}
+		return errCheckFailed
+	}
+	return nil
+}
+
+// waitCABundle waits until the plugin-controller has written its CA into
+// the injection webhook's configuration, which it does after it starts.
+func (s *scenario) waitCABundle(ctx context.Context) error {
+	start := time.Now()
+	err := poll(ctx, "the CA of "+sidecarInjector, 2*time.Minute, func() (bool, string, error) {
+		var cfg admissionregistrationv1.MutatingWebhookConfiguration
+		if err := s.c.Get(ctx, client.ObjectKey{Name: sidecarInjector}, &cfg); err != nil {
+			return false, err.Error(), nil
+		}
+		for _, w := range cfg.Webhooks {
+			if len(w.ClientConfig.CABundle) == 0 {
+				return false, "webhook " + w.Name + " has no caBundle yet", nil
+			}
+		}
+		return len(cfg.Webhooks) > 0, "no webhooks", nil
+	})
+	s.Check("the plugin-controller wrote its CA into MutatingWebhookConfiguration "+sidecarInjector, err == nil,
+		"after %s%s", time.Since(start).Round(100*time.Millisecond), errSuffix(err))
+	return nil
+}
