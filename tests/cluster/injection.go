@@ -191,3 +191,57 @@ func (s *scenario) waitCABundle(ctx context.Context) error {
 		"after %s%s", time.Since(start).Round(100*time.Millisecond), errSuffix(err))
 	return nil
 }
+
+// The injector probe: a sidecar only the webhook describes (no policy
+// names it), asked for by launcher Pods created with a server-side dry
+// run, so its container never runs.
+const (
+	probePlugin      = "injector-probe"
+	probeLabel       = "plugins.example.com/" + probePlugin
+	probeDescription = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ` + probePlugin + `-sidecar
+  namespace: kubevirt
+  labels:
+    plugin.kubevirt.io/sidecar: ` + probePlugin + `
+data:
+  sidecar.yaml: |
+    plugin: ` + probePlugin + `
+    label: ` + probeLabel + `
+    image: kvp-injector-probe:dry-run-only
+`
+)
+
+// probeInjected creates, with a server-side dry run, a launcher Pod asking
+// for the probe sidecar alone, and tells whether the webhook added it.
+func (s *scenario) probeInjected(ctx context.Context) (bool, error) {
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: vmNamespace, Name: "injector-probe", Labels: map[string]string{probeLabel: ""}}}
+	pod := newLauncherPod(vmi, "dry-run", "")
+	pod.OwnerReferences, pod.Finalizers, pod.Spec.NodeSelector = nil, nil, nil
+	if err := s.c.Create(ctx, pod, client.DryRunAll); err != nil {
+		return false, err
+	}
+	return slices.Contains(nativeSidecars(pod), probePlugin), nil
+}
+
+// waitProbeInjected waits until the webhook, reached through its Service,
+// adds the probe sidecar: it has the controller's CA and has read the
+// probe's ConfigMap.
+func (s *scenario) waitProbeInjected(ctx context.Context) error {
+	start := time.Now()
+	err := poll(ctx, "the injection webhook to add the probe sidecar", 2*time.Minute, func() (bool, string, error) {
+		ok, err := s.probeInjected(ctx)
+		if err != nil {
+			return false, firstLine(err.Error()), nil
+		}
+		return ok, "no " + probePlugin + " sidecar", nil
+	})
+	s.Check("the injection webhook, through its Service, adds a sidecar described only by its ConfigMap (dry run)", err == nil,
+		"after %s%s", time.Since(start).Round(100*time.Millisecond), errSuffix(err))
+	if err != nil {
+		s.dumpPods(ctx, kubevirtNamespace)
+		return errCheckFailed
+	}
+	return nil
+}

@@ -29,15 +29,15 @@ func (s *scenario) killLeader(ctx context.Context) error {
 		return err
 	}
 	leader, _, _ := strings.Cut(holder, "_")
-	s.Show("leader: " + leader + "; deleting it while invalid Plugins are sent to the webhook every 200 ms")
+	s.Show("leader: " + leader + "; deleting it while, every 200 ms, an invalid Plugin is sent to the validating webhook and a launcher Pod asking for the probe sidecar to the injection webhook (dry runs)")
 	var p pluginv1alpha1.Plugin
 	if err := yaml.Unmarshal([]byte(invalidPlugin), &p); err != nil {
 		return err
 	}
 	stop := make(chan struct{})
-	type tally struct{ refused, other int }
+	type tally struct{ refused, other, injected, notInjected int }
 	done := make(chan tally)
-	var others []string
+	var others, notInjected []string
 	go func() {
 		var t tally
 		tick := time.NewTicker(200 * time.Millisecond)
@@ -50,6 +50,16 @@ func (s *scenario) killLeader(ctx context.Context) error {
 			default:
 				t.other++
 				others = append(others, errText(err))
+			}
+			switch ok, err := s.probeInjected(ctx); {
+			case err == nil && ok:
+				t.injected++
+			case err == nil:
+				t.notInjected++
+				notInjected = append(notInjected, "admitted without the probe sidecar")
+			default:
+				t.notInjected++
+				notInjected = append(notInjected, firstLine(err.Error()))
 			}
 			select {
 			case <-stop:
@@ -86,6 +96,8 @@ func (s *scenario) killLeader(ctx context.Context) error {
 	s.Check("another replica took the Lease", err == nil, "%s after %s%s", newHolder, took, errSuffix(err))
 	s.Check("the webhook refused every invalid Plugin sent during the handover", t.refused > 0 && t.other == 0,
 		"%d refused by the webhook, %d other answers %v", t.refused, t.other, firstN(others, 3))
+	s.Check("the injection webhook added the probe sidecar to every launcher Pod sent during the handover", t.injected > 0 && t.notInjected == 0,
+		"%d with the sidecar, %d without or refused %v", t.injected, t.notInjected, firstN(notInjected, 3))
 	return nil
 }
 

@@ -121,15 +121,23 @@ func (s *scenario) deploy(ctx context.Context) error {
 		}
 		s.Show("$ kubectl apply -k " + dir + "\n" + indent(out))
 	}
-	if !s.injection.policy {
-		// The webhook path: the MutatingWebhookConfiguration pointing at
-		// the plugin-controller's webhook Service.
-		out, err := s.kubectl(ctx, "", "apply", "-k", "deploy/sidecar-injector")
-		if err != nil {
-			return err
-		}
-		s.Show("$ kubectl apply -k deploy/sidecar-injector\n" + indent(out))
+	// The MutatingWebhookConfiguration pointing at the plugin-controller's
+	// webhook Service: on the webhook path it injects the samples'
+	// sidecars; on the policy path the policies, which the API server
+	// runs before mutating webhooks, have added them by the time it is
+	// called, and it adds nothing to the samples' Pods. On both it
+	// injects the probe sidecar, which only it describes, so that every
+	// run shows it reachable through its Service with the controller's
+	// certificate, and answering while a replica is deleted.
+	out, err := s.kubectl(ctx, "", "apply", "-k", "deploy/sidecar-injector")
+	if err != nil {
+		return err
 	}
+	s.Show("$ kubectl apply -k deploy/sidecar-injector\n" + indent(out))
+	if out, err = s.kubectl(ctx, probeDescription, "apply", "-f", "-"); err != nil {
+		return err
+	}
+	s.Show("the injector probe's description (ConfigMap " + probePlugin + "-sidecar):\n" + indent(out))
 	for _, name := range []string{"plugin-controller", "label-syncer"} {
 		err := poll(ctx, "Deployment "+name, 4*time.Minute, func() (bool, string, error) {
 			var d appsv1.Deployment
@@ -152,7 +160,7 @@ func (s *scenario) deploy(ctx context.Context) error {
 	// written its CA into the configuration: until then the API server
 	// cannot call it.
 	var refusal string
-	err := poll(ctx, "the webhook to refuse an invalid Plugin", 2*time.Minute, func() (bool, string, error) {
+	err = poll(ctx, "the webhook to refuse an invalid Plugin", 2*time.Minute, func() (bool, string, error) {
 		_, err := s.kubectl(ctx, invalidPlugin, "apply", "-f", "-")
 		if err == nil {
 			return false, "", fmt.Errorf("the API server admitted an invalid Plugin")
@@ -162,10 +170,11 @@ func (s *scenario) deploy(ctx context.Context) error {
 	})
 	s.Check("the validating webhook, through its Service, refuses an invalid Plugin naming the field", err == nil,
 		"%s", firstLine(refusal))
-	if !s.injection.policy {
-		if err := s.waitCABundle(ctx); err != nil {
-			return err
-		}
+	if err := s.waitCABundle(ctx); err != nil {
+		return err
+	}
+	if err := s.waitProbeInjected(ctx); err != nil {
+		return err
 	}
 	return s.checkMetrics(ctx)
 }
