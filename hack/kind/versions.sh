@@ -3,8 +3,9 @@
 # kind, from its Go module.
 KIND_VERSION=v0.33.0
 # The Kubernetes version of the default node image: the newest minor the
-# project supports. KVP_KIND_K8S_VERSION picks another (the oldest supported
-# minor the Go module proxy serves k8s.io/kubernetes for is v1.33).
+# project supports. KVP_KIND_K8S_VERSION picks another: v1.34.4, the oldest
+# minor KubeVirt 1.9 supports, is run once and recorded in docs/cluster.md
+# (the Go module proxy serves k8s.io/kubernetes from v1.33 on).
 KIND_K8S_VERSION="${KVP_KIND_K8S_VERSION:-v1.36.3}"
 # The sandbox image kind's containerd configuration names.
 KIND_PAUSE_TAG=3.10
