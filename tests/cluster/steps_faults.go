@@ -256,17 +256,24 @@ func (s *scenario) killSidecar(ctx context.Context) error {
 		s.dumpPods(ctx, vmNamespace)
 		return errCheckFailed
 	}
+	// The boot needed the restarted sidecar's answer, but the kubelet
+	// reports the restart in the Pod's status on its own schedule, which
+	// can come after the boot (seen once on 1.34: restarts 0 just after
+	// the VM ran).
 	var p corev1.Pod
-	if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
-		return err
-	}
 	var restarted int32
-	for _, st := range p.Status.InitContainerStatuses {
-		if st.Name == "smbios-watchdog" {
-			restarted = st.RestartCount
+	err = poll(ctx, "the kubelet to report the sidecar's restart", time.Minute, func() (bool, string, error) {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+			return false, err.Error(), nil
 		}
-	}
-	s.Check("the kubelet restarted the killed sidecar in place", restarted >= 1 && p.UID == pod.UID, "restarts %d", restarted)
+		for _, st := range p.Status.InitContainerStatuses {
+			if st.Name == "smbios-watchdog" {
+				restarted = st.RestartCount
+			}
+		}
+		return restarted >= 1, fmt.Sprintf("restarts %d", restarted), nil
+	})
+	s.Check("the kubelet restarted the killed sidecar in place", err == nil && p.UID == pod.UID, "restarts %d%s", restarted, errSuffix(err))
 	d, state, err := s.domain(ctx, &p, vmi)
 	if err != nil {
 		return err
