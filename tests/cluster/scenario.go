@@ -59,7 +59,7 @@ type scenario struct {
 func (s *scenario) steps() []transcript.Step {
 	return []transcript.Step{
 		{Title: "A kind cluster of three nodes from the node image built here", Run: s.startCluster},
-		{Title: "kubectl apply -k deploy/ (and deploy/sidecar-injector on the webhook path) into the restricted namespace kubevirt", Run: s.deploy},
+		{Title: "kubectl apply -k deploy/ and deploy/sidecar-injector into the restricted namespace kubevirt", Run: s.deploy},
 		{Title: "The samples applied with kubectl apply -k for the injection path, and the virt-handler stand-in", Run: s.applySamples},
 		{Title: "A VM's launcher Pod: its sidecars are injected as native sidecars, the kubelet runs them, the VM boots", Run: s.bootVM},
 		{Title: "A template label change reaches the running launcher Pod in place", Run: s.syncLabel},
