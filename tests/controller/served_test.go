@@ -5,6 +5,7 @@ package controller
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -35,13 +36,13 @@ func TestTheEmulatedVersionDecidesWhetherMutatingAdmissionPolicyIsServed(t *test
 	}
 }
 
-// The README tells admins of clusters older than 1.36 to use a webhook for
-// injection: there the sample policy cannot be installed at all.
+// The README tells admins of clusters older than 1.36 to use the webhook
+// for injection: there a sample's policy cannot be installed at all.
 func TestSampleInjectionPolicyIsRefusedWhereMutatingAdmissionPolicyIsNotServed(t *testing.T) {
 	if servesKind(t, "MutatingAdmissionPolicy") {
 		t.Skipf("the API server (emulated version %q) serves MutatingAdmissionPolicy; the injection tests cover it", server.EmulatedVersion)
 	}
-	path, err := repo.Path("deploy", "policies", "sample-sidecar-injection", "mutatingadmissionpolicy.yaml")
+	path, err := repo.Path("sample-sidecars", "policies", "template", "injection-policy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +50,9 @@ func TestSampleInjectionPolicyIsRefusedWhereMutatingAdmissionPolicyIsNotServed(t
 	if err != nil {
 		t.Fatal(err)
 	}
+	policy, _, _ := strings.Cut(string(data), "\n---\n")
 	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+	if err := yaml.Unmarshal([]byte(policy), &u.Object); err != nil {
 		t.Fatal(err)
 	}
 	if err := admin.Create(t.Context(), u); !meta.IsNoMatchError(err) {
