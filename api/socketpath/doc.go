@@ -7,7 +7,8 @@
 // it; it is the one place these rules are written.
 //
 // CheckShape is the lexical rule every socket path follows: at most 108
-// bytes (sun_path), no "..", no "." component, no repeated or trailing "/".
+// bytes (sun_path), no control character (NUL included), no "..", no "."
+// component, no repeated or trailing "/".
 //
 // On the file system, every component below a trusted root must exist, none
 // may be a symlink, the directories must be directories and the last

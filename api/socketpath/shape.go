@@ -13,19 +13,28 @@ import (
 
 // CheckShape checks, without looking at the file system, the shape every
 // socket path of the contract has, sidecar and node hook sockets alike: at
-// most v1alpha1.MaxSocketPathLength bytes (sun_path), no "..", no "."
-// component, no repeated and no trailing "/". Sockets are dialed one
-// component at a time (see the package documentation), and a "." component
-// would be refused there: this refuses it first. It is the one
-// implementation of the rule: admission (validation.SocketPath), the SDK
-// when it creates a socket, and Roots before it dials all apply it.
+// most v1alpha1.MaxSocketPathLength bytes (sun_path), no control character
+// (a byte below 0x20, or 0x7f: a NUL would end the path connect(2) is
+// given), no "..", no "." component, no repeated and no trailing "/".
+// Sockets are dialed one component at a time (see the package
+// documentation), and a "." component would be refused there: this refuses
+// it first, and a control character too, which no dial could reach. It is
+// the one implementation of the rule: admission (validation.SocketPath),
+// the SDK when it creates a socket, and Roots before it dials all apply
+// it.
 //
 // The error reads as the end of a sentence about the path, for example
-// "must not contain '..'". For a path that is too long it wraps ErrTooLong.
+// "must not contain '..'"; it never holds the path, so the caller quotes
+// it (%q) where it names it. For a path that is too long it wraps
+// ErrTooLong.
 func CheckShape(path string) error {
-	switch {
-	case len(path) > v1alpha1.MaxSocketPathLength:
+	if len(path) > v1alpha1.MaxSocketPathLength {
 		return tooLongError(len(path))
+	}
+	if i := strings.IndexFunc(path, isControl); i >= 0 {
+		return fmt.Errorf("must not contain a control character (byte 0x%02x at offset %d)", path[i], i)
+	}
+	switch {
 	case strings.Contains(path, ".."):
 		return fmt.Errorf("must not contain '..'")
 	case slices.Contains(strings.Split(path, "/"), "."):
@@ -37,6 +46,11 @@ func CheckShape(path string) error {
 	}
 	return nil
 }
+
+// isControl reports the bytes CheckShape refuses: the C0 control
+// characters and DEL. Bytes of multi-byte UTF-8 characters are all 0x80 or
+// above, so a rune-wise search finds exactly these bytes.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // ErrTooLong is wrapped by the error of CheckShape for a path longer than
 // v1alpha1.MaxSocketPathLength bytes.

@@ -307,6 +307,7 @@ func (d *Dispatcher) execute(ctx context.Context, h selected, point pluginv1alph
 		_, err := hooksv1alpha1.NewNodeHookServiceClient(cc).ExecuteNodeHook(ctx, req)
 		return err
 	})
+	err = boundServerMessage(err)
 	if err != nil && ctx.Err() == nil && timedOut(callCtx, err) {
 		return 0, fmt.Errorf("%w after %s: %w", ErrHookTimeout, timeout, err)
 	}

@@ -34,7 +34,9 @@ const (
 // only counted.
 const DefaultEventInterval = 10 * time.Minute
 
-// maxEventMessage bounds an Event's message, as the events API does.
+// maxEventMessage bounds an Event's message, as the events API does. A
+// longer message is cut at a character boundary and ends with "...": the
+// message stays valid UTF-8.
 const maxEventMessage = 1024
 
 // pruneEventKeysAbove is the number of remembered (VMI, plugin) pairs above
@@ -121,9 +123,7 @@ func (w *eventWriter) write(vmi *kubevirtv1.VirtualMachineInstance, plugin, even
 	if suppressed > 0 {
 		msg = fmt.Sprintf("%d more failures of plugin %q for this VMI since the last Event; latest: %s", suppressed, plugin, msg)
 	}
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage-3] + "..."
-	}
+	msg = cutText(msg, maxEventMessage, "...")
 	w.recorder.Event(vmi, eventType, reason, msg)
 }
 

@@ -52,8 +52,10 @@ type hookServer struct {
 	hooksv1alpha1.UnimplementedNodeHookServiceServer
 	name    string
 	journal *journal
-	// fail makes every call return this code.
-	fail codes.Code
+	// fail makes every call return this code, with failMessage as the
+	// message ("failing on purpose" when empty).
+	fail        codes.Code
+	failMessage string
 	// unavailableFor names a VMI the server answers with Unavailable, as
 	// a plugin whose backend for that one VMI is down does.
 	unavailableFor string
@@ -91,7 +93,11 @@ func (s *hookServer) ExecuteNodeHook(ctx context.Context, req *hooksv1alpha1.Exe
 		}
 	}
 	if s.fail != codes.OK {
-		return nil, status.Error(s.fail, "failing on purpose")
+		msg := s.failMessage
+		if msg == "" {
+			msg = "failing on purpose"
+		}
+		return nil, status.Error(s.fail, msg)
 	}
 	return &hooksv1alpha1.ExecuteNodeHookResponse{}, nil
 }

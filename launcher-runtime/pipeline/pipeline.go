@@ -75,7 +75,9 @@ func (h *compiledHook) kind() HookKind {
 // each of its hooks fails, at the hook points it handles, with a *HookError
 // naming the plugin and the problem, under the hook's failure strategy (a
 // Fail hook fails the call, an Ignore hook is skipped); the other plugins
-// run as usual. New logs such a plugin once.
+// run as usual. New logs such a plugin once. A Plugin with more hooks than
+// the CRD allows (pluginv1alpha1.MaxHooks) is such a plugin, found by
+// count: none of its expressions is planned or compiled.
 func New(plugins []pluginv1alpha1.Plugin, opts Options) (*Pipeline, error) {
 	opts = opts.withDefaults()
 	compiler, err := newCompiler(opts)
@@ -83,7 +85,16 @@ func New(plugins []pluginv1alpha1.Plugin, opts Options) (*Pipeline, error) {
 		return nil, err
 	}
 	p := &Pipeline{opts: opts, log: opts.Logger, root: sockets.NewRoot(opts.SocketRoot)}
-	planChecked(plugins, compiler, p.log)
+	// A Plugin with more hooks than the CRD allows is refused by count
+	// before anything of it is planned or compiled: planChecked does not
+	// see it, and validation.All, which compilePlugin calls, counts first.
+	counted := make([]pluginv1alpha1.Plugin, 0, len(plugins))
+	for i := range plugins {
+		if len(validation.Counts(&plugins[i])) == 0 {
+			counted = append(counted, plugins[i])
+		}
+	}
+	planChecked(counted, compiler, p.log)
 	var problems []error
 	seen := map[string]bool{}
 	for i := range plugins {

@@ -210,3 +210,24 @@ func TestCRDSocketPathRuleMatchesSocketsRoot(t *testing.T) {
 		}
 	})
 }
+
+// TestCRDHookListsAreBoundedByMaxHooks ties MaxHooks, the bound validation
+// counts hooks against before compiling anything, to the maxItems of the
+// CRD's hook lists.
+func TestCRDHookListsAreBoundedByMaxHooks(t *testing.T) {
+	want := map[string]bool{"spec.launcherHooks": false, "spec.nodeHooks": false}
+	walkSchema(crdSchema(t), "", func(path string, node schema) {
+		if _, ok := want[path]; !ok {
+			return
+		}
+		want[path] = true
+		if got, _ := node["maxItems"].(float64); int(got) != v1alpha1.MaxHooks {
+			t.Errorf("%s: maxItems %v, want MaxHooks (%d)", path, node["maxItems"], v1alpha1.MaxHooks)
+		}
+	})
+	for path, seen := range want {
+		if !seen {
+			t.Errorf("%s: not in the CRD", path)
+		}
+	}
+}

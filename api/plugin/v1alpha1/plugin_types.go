@@ -95,6 +95,9 @@ const (
 	MetricsNamespace = "kubevirt_plugins"
 	// MaxSocketPathLength is the size of sun_path in struct sockaddr_un.
 	MaxSocketPathLength = 108
+	// MaxHooks bounds each of a Plugin's lists of hooks, spec.launcherHooks
+	// and spec.nodeHooks: the maxItems of the CRD's schema.
+	MaxHooks = 32
 	// EphemeralDiskDir is where the compute container keeps ephemeral disks
 	// and boot artifacts; PreBoot sidecars mount it at the same path.
 	EphemeralDiskDir = "/var/run/kubevirt-ephemeral-disks"
@@ -229,11 +232,13 @@ type CELHook struct {
 type SidecarHook struct {
 	// SocketPath is the Unix socket the sidecar serves on. It lies under
 	// /var/run/kubevirt-plugin/<plugin name>/, ends with .sock, is at most
-	// 108 bytes and has no "..", repeated or trailing "/".
+	// 108 bytes and has no control character (NUL included), "..", "."
+	// component, repeated or trailing "/".
 	// +required
 	// +kubebuilder:validation:MaxLength=108
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/var/run/kubevirt-plugin/')",message="socketPath must be under /var/run/kubevirt-plugin/<plugin name>/"
 	// +kubebuilder:validation:XValidation:rule="self.endsWith('.sock')",message="socketPath must end with .sock"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\\\x00-\\\\x1f\\\\x7f]')",message="socketPath must not contain a control character"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="socketPath must not contain '..'"
 	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(c, c == '.')",message="socketPath must not contain a '.' path component"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('//')",message="socketPath must not contain a repeated '/'"
@@ -251,10 +256,13 @@ type SidecarHook struct {
 // calls at VM lifecycle events.
 type NodeHook struct {
 	// Socket is the Unix socket of the server, on a host path that
-	// virt-handler mounts (for example under /var/run/kubevirt/).
+	// virt-handler mounts (for example under /var/run/kubevirt/). The same
+	// shape rules as a sidecar's socketPath apply: at most 108 bytes, no
+	// control character, "..", "." component, repeated or trailing "/".
 	// +required
 	// +kubebuilder:validation:MaxLength=108
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="socket must be an absolute path"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\\\x00-\\\\x1f\\\\x7f]')",message="socket must not contain a control character"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="socket must not contain '..'"
 	// +kubebuilder:validation:XValidation:rule="!self.split('/').exists(c, c == '.')",message="socket must not contain a '.' path component"
 	// +kubebuilder:validation:XValidation:rule="!self.contains('//')",message="socket must not contain a repeated '/'"

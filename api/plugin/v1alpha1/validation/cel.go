@@ -20,7 +20,14 @@ import (
 // expression, in spec order: conditions must be bool over vmi,
 // GuestDefinition expressions must yield a Domain, and both must stay
 // within env's cost limit. Empty conditions mean "always" and pass.
+//
+// A Plugin with more hooks (or references) than the schema allows is
+// refused by count (Counts) before any expression is compiled: CEL then
+// returns those errors and compiles nothing.
 func CEL(p *v1alpha1.Plugin, env *celenv.Env) field.ErrorList {
+	if errs := Counts(p); len(errs) > 0 {
+		return errs
+	}
 	var errs field.ErrorList
 	check := func(path *field.Path, expr string, compile func(string) error) {
 		if expr == "" || len(expr) > maxExpressionLength {
@@ -50,8 +57,14 @@ func CEL(p *v1alpha1.Plugin, env *celenv.Env) field.ErrorList {
 }
 
 // All returns every problem of p, structural and CEL, ordered by field
-// path so that a listing reads top to bottom.
+// path so that a listing reads top to bottom. A Plugin with more hooks (or
+// references) than the schema allows is refused by count alone: All then
+// returns only the errors of Counts, without looking at the items or
+// compiling anything, so that its cost does not grow with the lists.
 func All(p *v1alpha1.Plugin, env *celenv.Env) field.ErrorList {
+	if errs := Counts(p); len(errs) > 0 {
+		return errs
+	}
 	errs := append(Plugin(p), CEL(p, env)...)
 	slices.SortStableFunc(errs, func(a, b *field.Error) int { return compareFieldPaths(a.Field, b.Field) })
 	return errs

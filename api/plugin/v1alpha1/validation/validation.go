@@ -25,7 +25,6 @@ import (
 const (
 	maxConditionLength  = 4096
 	maxExpressionLength = 16384
-	maxHooks            = 32
 	maxReferences       = 32
 	maxReferenceName    = 253
 )
@@ -148,8 +147,9 @@ func socketField(path *field.Path, socket string, err error) field.ErrorList {
 // SocketPath checks a sidecar socket path of the named plugin: under
 // /var/run/kubevirt-plugin/<plugin>/, ending with .sock, and of the shape
 // every socket path has (socketpath.CheckShape: at most 108 bytes, without
-// "..", a "." component, a repeated or a trailing "/"). It does not look at
-// the file system; symlinks are checked where the socket is dialed.
+// a control character, "..", a "." component, a repeated or a trailing
+// "/"). It does not look at the file system; symlinks are checked where
+// the socket is dialed.
 func SocketPath(plugin, path string) error {
 	if err := socketpath.CheckShape(path); err != nil {
 		return err
@@ -195,9 +195,30 @@ func names[S ~string](values []S) []string {
 	return out
 }
 
+// Counts returns the errors of p's lists that are longer than the schema
+// allows: at most v1alpha1.MaxHooks launcher hooks and node hooks, at most
+// 32 references of each kind. It looks at nothing else, so it is cheap
+// whatever the size of p: CEL and All call it first and, when it finds a
+// list too long, refuse p by count alone, before anything is compiled.
+func Counts(p *v1alpha1.Plugin) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	tooMany := func(name string, n, max int) {
+		if n > max {
+			errs = append(errs, field.TooMany(spec.Child(name), n, max))
+		}
+	}
+	tooMany("launcherHooks", len(p.Spec.LauncherHooks), v1alpha1.MaxHooks)
+	tooMany("nodeHooks", len(p.Spec.NodeHooks), v1alpha1.MaxHooks)
+	for _, r := range admissionReferences(p) {
+		tooMany(r.name, len(r.list), maxReferences)
+	}
+	return errs
+}
+
 // limits checks the name and the size bounds of the schema.
 func limits(p *v1alpha1.Plugin) field.ErrorList {
-	var errs field.ErrorList
+	errs := Counts(p)
 	name := field.NewPath("metadata", "name")
 	if p.Name == "" {
 		errs = append(errs, field.Required(name, "the plugin name; sidecar sockets live in a directory named after it"))
@@ -212,13 +233,7 @@ func limits(p *v1alpha1.Plugin) field.ErrorList {
 			errs = append(errs, field.TooLong(path, field.OmitValueType{}, max))
 		}
 	}
-	tooMany := func(path *field.Path, n, max int) {
-		if n > max {
-			errs = append(errs, field.TooMany(path, n, max))
-		}
-	}
 	tooLong(spec.Child("condition"), p.Spec.Condition, maxConditionLength)
-	tooMany(spec.Child("launcherHooks"), len(p.Spec.LauncherHooks), maxHooks)
 	for i, h := range p.Spec.LauncherHooks {
 		path := spec.Child("launcherHooks").Index(i)
 		tooLong(path.Child("condition"), h.Condition, maxConditionLength)
@@ -226,12 +241,10 @@ func limits(p *v1alpha1.Plugin) field.ErrorList {
 			tooLong(path.Child("cel", "expression"), h.CEL.Expression, maxExpressionLength)
 		}
 	}
-	tooMany(spec.Child("nodeHooks"), len(p.Spec.NodeHooks), maxHooks)
 	for i, h := range p.Spec.NodeHooks {
 		tooLong(spec.Child("nodeHooks").Index(i).Child("condition"), h.Condition, maxConditionLength)
 	}
 	for _, r := range admissionReferences(p) {
-		tooMany(spec.Child(r.name), len(r.list), maxReferences)
 		for i, ref := range r.list {
 			tooLong(spec.Child(r.name).Index(i).Child("name"), ref.Name, maxReferenceName)
 		}
