@@ -41,6 +41,21 @@
 // documentation): a symlink is refused, also one swapped in after an
 // earlier check.
 //
+// # What a GuestDefinition answer must be
+//
+// A sidecar's answer (and the legacy hook sidecars') is checked when it
+// arrives, before anything decodes it, in one pass over its bytes that
+// allocates nothing: it is refused when it is nested deeper than 256
+// elements or has more than 32,768 elements and attributes (bounds that
+// keep its decoding within some 90 MiB of allocations, far above any real
+// domain), when it is not exactly one <domain> element (a second root
+// element, or content other than white space, comments and processing
+// instructions after it), or when its <name> or <uuid> differ from those
+// of the domain the sidecar was sent. A refused answer is the failure of
+// the hook that sent it, with the hook's failure strategy, like an answer
+// that does not decode; the *HookError says which rule it broke. An answer
+// equal to what the sidecar was sent is not checked again.
+//
 // Hook failures are *HookError values, which a host finds with errors.As:
 // they carry the plugin, the scope (a hook, or the plugin's condition), the
 // hook's index in spec.launcherHooks, its kind, the hook point and the

@@ -92,7 +92,7 @@ func TestHookFailureIsATypedHookError(t *testing.T) {
 			pipeline.HookError{Scope: hookresult.ScopeLegacyHooks, HookIndex: pipeline.LegacyHooksIndex, Kind: pipeline.KindLegacy, HookPoint: gd},
 			func(err error) bool { return strings.Contains(err.Error(), "invalid domain XML") }, nil,
 			func(o *pipeline.Options) {
-				o.LegacyHooks = &legacyHooks{answer: []byte(`<domain type="kvm"><vcpu>many</vcpu></domain>`)}
+				o.LegacyHooks = &legacyHooks{answer: []byte(`<domain type="kvm"><name>default_web-01</name><uuid>5b1d8a6e-2f43-4c9a-9a0e-7d3c1e2f4a10</uuid><vcpu>many</vcpu></domain>`)}
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

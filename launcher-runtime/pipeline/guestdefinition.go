@@ -86,7 +86,7 @@ func (p *Pipeline) guestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 		if err != nil {
 			return fmt.Errorf("encoding the domain: %w", err)
 		}
-		out, err := c.guestDefinitionSidecar(ctx, pl, h, in, ic)
+		out, err := c.guestDefinitionSidecar(ctx, pl, h, in, state.identity(), ic)
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func (p *Pipeline) guestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 			c.wrote(pl, h, nil, true)
 			return nil
 		}
-		next := &domainState{xml: out, from: &sidecarResult{pl: pl, h: h, before: state}}
+		next := &domainState{xml: out, id: state.identity(), from: &sidecarResult{pl: pl, h: h, before: state}}
 		if tracked && c.prov.trackSidecars {
 			// An answer that does not decode stays undecoded: decoded
 			// makes it this hook's failure, as untracked.
@@ -132,6 +132,9 @@ func (p *Pipeline) guestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 type domainState struct {
 	dom *libvirtxml.Domain
 	xml []byte
+	// id is the domain's name and UUID while it is not decoded: an answer
+	// is checked to keep those of the domain its sidecar was sent.
+	id domainIdentity
 	// from is the sidecar hook whose answer xml is, while it is not
 	// decoded yet; nil for the legacy hook sidecars' answer.
 	from *sidecarResult
@@ -143,6 +146,14 @@ type sidecarResult struct {
 	pl     *compiledPlugin
 	h      *compiledHook
 	before *domainState
+}
+
+// identity returns the domain's name and UUID.
+func (s *domainState) identity() domainIdentity {
+	if s.dom != nil {
+		return domainIdentity{name: s.dom.Name, uuid: s.dom.UUID}
+	}
+	return s.id
 }
 
 // encoded returns the domain XML, encoding the struct the first time. The
@@ -207,20 +218,21 @@ func (p *Pipeline) runLegacyHooks(ctx context.Context, vmi *kubevirtv1.VirtualMa
 	if err != nil {
 		return nil, legacyHookError(err)
 	}
-	if err := checkDomainOutline(out); err != nil {
-		return nil, legacyHookError(err)
-	}
 	if bytes.Equal(out, in) {
 		return state, nil
 	}
-	return &domainState{xml: out}, nil
+	if err := checkDomainAnswer(out, state.identity()); err != nil {
+		return nil, legacyHookError(err)
+	}
+	return &domainState{xml: out, id: state.identity()}, nil
 }
 
 // guestDefinitionSidecar calls the hook's sidecar with the domain XML and
-// returns the XML it answered, after a check of its outline (non-empty, one
-// <domain> element) that catches empty, truncated and non-XML answers at
-// the hook that sent them; the full decoding waits until it is needed.
-func (c *call) guestDefinitionSidecar(ctx context.Context, pl *compiledPlugin, h *compiledHook, domainXML []byte, ic InvocationContext) ([]byte, error) {
+// returns the XML it answered, after checkDomainAnswer's checks, which
+// catch empty, truncated, non-XML, oversized and renaming answers at the
+// hook that sent them; the full decoding waits until it is needed. sent is
+// the name and UUID of the domain sent.
+func (c *call) guestDefinitionSidecar(ctx context.Context, pl *compiledPlugin, h *compiledHook, domainXML []byte, sent domainIdentity, ic InvocationContext) ([]byte, error) {
 	var resp *hooksv1alpha1.GuestDefinitionResponse
 	err := c.callSidecar(ctx, pl, h, func(ctx context.Context, client hooksv1alpha1.LauncherHookServiceClient, vmiJSON []byte) error {
 		var err error
@@ -235,10 +247,23 @@ func (c *call) guestDefinitionSidecar(ctx context.Context, pl *compiledPlugin, h
 		return nil, err
 	}
 	out := resp.GetDomainXml()
-	if err := checkDomainOutline(out); err != nil {
+	if bytes.Equal(out, domainXML) {
+		// What it was sent, checked already.
+		return out, nil
+	}
+	if err := checkDomainAnswer(out, sent); err != nil {
 		return nil, fmt.Errorf("sidecar response: %w", err)
 	}
 	return out, nil
+}
+
+// checkDomainAnswer checks a GuestDefinition answer without decoding it:
+// its outline (checkDomainOutline), then checkAnswer's rules.
+func checkDomainAnswer(data []byte, sent domainIdentity) error {
+	if err := checkDomainOutline(data); err != nil {
+		return err
+	}
+	return checkAnswer(data, sent)
 }
 
 // checkDomainOutline checks, without decoding it, that data is one <domain>

@@ -133,7 +133,7 @@ func TestLegacyHookAnswerIsHandedOnAsBytes(t *testing.T) {
 	}
 
 	bad := newPipeline(t, root, nil, func(o *pipeline.Options) {
-		o.LegacyHooks = &legacyHooks{answer: []byte(`<domain type="kvm"><vcpu>many</vcpu></domain>`)}
+		o.LegacyHooks = &legacyHooks{answer: []byte(`<domain type="kvm"><name>default_web-01</name><uuid>5b1d8a6e-2f43-4c9a-9a0e-7d3c1e2f4a10</uuid><vcpu>many</vcpu></domain>`)}
 	})
 	_, err = bad.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot)
 	mustContain(t, err, "legacy hook sidecars at GuestDefinition", "invalid domain XML")
@@ -218,9 +218,9 @@ func TestMalformedXMLFromSidecar(t *testing.T) {
 		{"FailNotADomain", pluginv1alpha1.Fail, "<network><name>x</name></network>", "not a <domain> element"},
 		// Its outline is right; libvirtxml cannot decode it. Decoding is
 		// deferred to the CEL hook after it, and still blamed on it.
-		{"FailDoesNotDecode", pluginv1alpha1.Fail, `<domain type="kvm"><vcpu>many</vcpu></domain>`, "invalid domain XML"},
+		{"FailDoesNotDecode", pluginv1alpha1.Fail, `<domain type="kvm"><name>default_web-01</name><uuid>5b1d8a6e-2f43-4c9a-9a0e-7d3c1e2f4a10</uuid><vcpu>many</vcpu></domain>`, "invalid domain XML"},
 		{"IgnoreKeepsDomain", pluginv1alpha1.Ignore, "not xml at all", ""},
-		{"IgnoreDoesNotDecodeKeepsDomain", pluginv1alpha1.Ignore, `<domain type="kvm"><vcpu>many</vcpu></domain>`, ""},
+		{"IgnoreDoesNotDecodeKeepsDomain", pluginv1alpha1.Ignore, `<domain type="kvm"><name>default_web-01</name><uuid>5b1d8a6e-2f43-4c9a-9a0e-7d3c1e2f4a10</uuid><vcpu>many</vcpu></domain>`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := socketRoot(t)
@@ -309,7 +309,7 @@ func TestUndecodableAnswerOfTheLastSidecarIsItsFailure(t *testing.T) {
 		t.Run(string(strategy), func(t *testing.T) {
 			root := socketRoot(t)
 			s := &sidecar{guestDefinition: func(context.Context, *hooksv1alpha1.GuestDefinitionRequest) (*hooksv1alpha1.GuestDefinitionResponse, error) {
-				return &hooksv1alpha1.GuestDefinitionResponse{DomainXml: []byte(`<domain type="kvm"><memory unit="KiB">lots</memory></domain>`)}, nil
+				return &hooksv1alpha1.GuestDefinitionResponse{DomainXml: []byte(`<domain type="kvm"><name>default_web-01</name><uuid>5b1d8a6e-2f43-4c9a-9a0e-7d3c1e2f4a10</uuid><memory unit="KiB">lots</memory></domain>`)}, nil
 			}}
 			p := newPipeline(t, root, []pluginv1alpha1.Plugin{
 				plugin("a-first", celHook(celAppend("first"))),

@@ -166,7 +166,7 @@ func TestReportEncodesToJSONForTheHostToPassOn(t *testing.T) {
 func TestReportCountsAnAnswerThatDoesNotDecodeAsTheHooksFailure(t *testing.T) {
 	root := socketRoot(t)
 	s := &sidecar{guestDefinition: func(context.Context, *hooksv1alpha1.GuestDefinitionRequest) (*hooksv1alpha1.GuestDefinitionResponse, error) {
-		return &hooksv1alpha1.GuestDefinitionResponse{DomainXml: []byte(`<domain type="kvm"><memory unit="KiB">lots</memory></domain>`)}, nil
+		return &hooksv1alpha1.GuestDefinitionResponse{DomainXml: []byte(`<domain type="kvm"><name>default_web-01</name><uuid>5b1d8a6e-2f43-4c9a-9a0e-7d3c1e2f4a10</uuid><memory unit="KiB">lots</memory></domain>`)}, nil
 	}}
 	p := newPipeline(t, root, []pluginv1alpha1.Plugin{
 		plugin("a-first", celHook(celAppend("first"))),
