@@ -3,7 +3,7 @@ module github.com/kubevirt-plugins/framework/api
 go 1.26.0
 
 require (
-	github.com/google/cel-go v0.31.0
+	cel.dev/cel-go v0.33.3
 	golang.org/x/sys v0.49.0
 	google.golang.org/genproto/googleapis/api v0.0.0-20261019180522-ce908d29299b
 	google.golang.org/protobuf v1.36.12

@@ -16,6 +16,7 @@ require (
 )
 
 require (
+	cel.dev/cel-go v0.33.3 // indirect
 	cel.dev/expr v0.25.2 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

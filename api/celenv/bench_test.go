@@ -3,6 +3,7 @@
 package celenv
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -213,4 +214,39 @@ func BenchmarkConditionNestedField(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkConditionManyLabels evaluates the common conditions over labels
+// on VMIs with 1,000, 10,000 and 80,000 labels (linear in the labels), and an
+// admitted condition nested over the labels, which the condition cost limit
+// stops (what a hostile VM owner costs virt-handler at most).
+func BenchmarkConditionManyLabels(b *testing.B) {
+	e := newEnv(b, Options{})
+	for _, bc := range []struct {
+		name, expr string
+		stopped    bool
+	}{
+		{"in", `"example.com/tuning" in vmi.Labels`, false},
+		{"exists", `vmi.Labels.exists(k, k.startsWith("example.com/"))`, false},
+		{"all", `vmi.Labels.all(k, !k.startsWith("example.com/"))`, false},
+		{"nested all, stopped", `vmi.Labels.all(a, vmi.Labels.all(b, size(a) + size(b) > 0))`, true},
+	} {
+		c, err := e.Condition(bc.expr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{1_000, 10_000, 80_000} {
+			vmi := vmiWithLabels(manyLabels(n, false))
+			b.Run(fmt.Sprintf("%s/%d labels", bc.name, n), func(b *testing.B) {
+				ctx := b.Context()
+				b.ReportAllocs()
+				for b.Loop() {
+					_, err := c.Eval(ctx, vmi)
+					if stopped := errors.Is(err, ErrCostLimitExceeded); stopped != bc.stopped || (err != nil && !stopped) {
+						b.Fatalf("Eval: %v", err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/google/cel-go/common/types"
+	"cel.dev/cel-go/common/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 

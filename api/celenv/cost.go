@@ -3,8 +3,8 @@
 package celenv
 
 import (
-	"github.com/google/cel-go/checker"
-	"github.com/google/cel-go/common/types"
+	"cel.dev/cel-go/checker"
+	"cel.dev/cel-go/common/types"
 )
 
 // DefaultCostLimit is the cost limit of New when Options.CostLimit is zero.
@@ -21,6 +21,18 @@ import (
 // ones (170 million), whose real cost grows with the square or cube of the
 // input.
 const DefaultCostLimit uint64 = 10_000_000
+
+// DefaultConditionCostLimit is the cost limit of conditions when
+// Options.ConditionCostLimit is zero.
+//
+// A condition runs in virt-handler, one process for every VM of the node, at
+// each node hook point, and reads the VM owner's labels and annotations, whose
+// number nobody but etcd's object size bounds. A tenth of DefaultCostLimit
+// stops an evaluation after about 0.1 s of CPU (docs/benchmarks.md, "CEL on
+// large VMIs") and still admits every condition of the guide, a comprehension
+// over the VMI's labels (about 7 units a label: 80,000 labels pass), and one
+// nested in another over the VMI's lists comparing numbers.
+const DefaultConditionCostLimit uint64 = 1_000_000
 
 // Bounds the admission estimate assumes for values read from vmi or
 // domainSpec. Real inputs stay within them; one that does not is still

@@ -29,10 +29,14 @@ func TestCostLimitRejectedAtCompile(t *testing.T) {
 			} else {
 				_, err = e.Condition(tc.expr)
 			}
+			limit := DefaultConditionCostLimit
+			if tc.transform {
+				limit = DefaultCostLimit
+			}
 			ce := compileError(t, err, ReasonCost, "estimated cost",
-				fmt.Sprintf("exceeds the cost limit %d", DefaultCostLimit))
-			if ce.Cost.Max <= DefaultCostLimit || ce.Cost.Min > ce.Cost.Max {
-				t.Fatalf("cost %+v is not over the limit %d", ce.Cost, DefaultCostLimit)
+				fmt.Sprintf("exceeds the cost limit %d", limit))
+			if ce.Cost.Max <= limit || ce.Cost.Min > ce.Cost.Max {
+				t.Fatalf("cost %+v is not over the limit %d", ce.Cost, limit)
 			}
 			if !strings.Contains(ce.Message, fmt.Sprint(ce.Cost.Max)) {
 				t.Fatalf("message %q lacks the estimate %d", ce.Message, ce.Cost.Max)
@@ -41,23 +45,57 @@ func TestCostLimitRejectedAtCompile(t *testing.T) {
 	}
 }
 
-// TestCostLimitIsConfigurable: the limit of Options decides, the same
-// expression passes or fails against it.
+// TestCostLimitIsConfigurable: the limits of Options decide, the same
+// expression passes or fails against the one of its kind, and only that one.
 func TestCostLimitIsConfigurable(t *testing.T) {
-	const expr = `vmi.Spec.Domain.Devices.Disks.exists(d, d.Name == "data")`
-	c, err := newEnv(t, Options{}).Condition(expr)
+	const cond = `vmi.Spec.Domain.Devices.Disks.exists(d, d.Name == "data")`
+	c, err := newEnv(t, Options{}).Condition(cond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	est := c.EstimatedCost()
-	if est.Min == 0 || est.Max < est.Min || est.Max > DefaultCostLimit {
+	if est.Min == 0 || est.Max < est.Min || est.Max > DefaultConditionCostLimit {
 		t.Fatalf("estimate %+v out of range", est)
 	}
-	if _, err := newEnv(t, Options{CostLimit: est.Max}).Condition(expr); err != nil {
+	if _, err := newEnv(t, Options{ConditionCostLimit: est.Max}).Condition(cond); err != nil {
 		t.Fatalf("limit equal to the estimate: %v", err)
 	}
-	_, err = newEnv(t, Options{CostLimit: est.Max - 1}).Condition(expr)
+	_, err = newEnv(t, Options{ConditionCostLimit: est.Max - 1}).Condition(cond)
 	_ = compileError(t, err, ReasonCost, fmt.Sprint(est.Max), fmt.Sprintf("limit %d", est.Max-1))
+	if _, err := newEnv(t, Options{CostLimit: est.Max - 1}).Condition(cond); err != nil {
+		t.Fatalf("the GuestDefinition limit applied to a condition: %v", err)
+	}
+
+	const tr = `Domain{Title: vmi.Spec.Domain.Devices.Disks.exists(d, d.Name == "data") ? "a" : "b"}`
+	d, err := newEnv(t, Options{}).DomainTransform(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	est = d.EstimatedCost()
+	if _, err := newEnv(t, Options{CostLimit: est.Max}).DomainTransform(tr); err != nil {
+		t.Fatalf("limit equal to the estimate: %v", err)
+	}
+	_, err = newEnv(t, Options{CostLimit: est.Max - 1}).DomainTransform(tr)
+	_ = compileError(t, err, ReasonCost, fmt.Sprint(est.Max), fmt.Sprintf("limit %d", est.Max-1))
+	if _, err := newEnv(t, Options{ConditionCostLimit: est.Max - 1}).DomainTransform(tr); err != nil {
+		t.Fatalf("the condition limit applied to a GuestDefinition expression: %v", err)
+	}
+}
+
+// TestConditionsHaveALowerCostLimit: a condition whose estimate lies between
+// the two default limits is refused, naming the condition limit, while a
+// GuestDefinition expression doing the same work is admitted.
+func TestConditionsHaveALowerCostLimit(t *testing.T) {
+	const body = `vmi.Spec.Domain.Devices.Disks.all(a, vmi.Spec.Domain.Devices.Disks.all(b, a.BootOrder != b.BootOrder || a.Name.size() > 3 || b.Name.size() > 3 || a.BootOrder == 2u))`
+	e := newEnv(t, Options{})
+	_, err := e.Condition(body)
+	ce := compileError(t, err, ReasonCost, fmt.Sprintf("exceeds the cost limit %d", DefaultConditionCostLimit))
+	if ce.Cost.Max <= DefaultConditionCostLimit || ce.Cost.Max > DefaultCostLimit {
+		t.Fatalf("estimate %+v: the test needs one between the two limits", ce.Cost)
+	}
+	if _, err := e.DomainTransform(`Domain{Title: ` + body + ` ? "a" : "b"}`); err != nil {
+		t.Fatalf("GuestDefinition expression: %v", err)
+	}
 }
 
 // TestEstimatedCostOfGuideExamples: the estimate is reported for accepted
@@ -87,7 +125,7 @@ func TestEstimatedCostOfGuideExamples(t *testing.T) {
 // still stopped at run time, by the same limit.
 func TestRuntimeCostLimit(t *testing.T) {
 	const limit = 1_000_000
-	e := newEnv(t, Options{CostLimit: limit})
+	e := newEnv(t, Options{CostLimit: limit, ConditionCostLimit: limit})
 	c, err := e.Condition(`vmi.Name.startsWith(vmi.Namespace)`)
 	if err != nil {
 		t.Fatal(err)

@@ -11,21 +11,25 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/interpreter"
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 )
 
 // Options configures an Env. The zero value is ready to use.
 type Options struct {
-	// CostLimit caps the cost of one evaluation, and expressions whose
-	// estimated worst-case cost exceeds it are rejected when compiled.
-	// Default DefaultCostLimit.
+	// CostLimit caps the cost of one evaluation of a GuestDefinition
+	// expression, and those whose estimated worst-case cost exceeds it are
+	// rejected when compiled. Default DefaultCostLimit.
 	CostLimit uint64
+	// ConditionCostLimit does the same for conditions, which virt-handler
+	// evaluates for every VM of its node at every node hook point. Default
+	// DefaultConditionCostLimit.
+	ConditionCostLimit uint64
 	// CacheSize bounds the number of compiled expressions (conditions and
 	// transforms together) kept; the least recently used go first.
 	// Default DefaultCacheSize (4096). Negative is an error.
@@ -62,8 +66,11 @@ type Env struct {
 	conditions lazyEnv
 	transforms lazyEnv
 	domainCEL  *types.Type
-	costLimit  uint64
-	cache      *programCache
+	// costLimit bounds GuestDefinition expressions, conditionLimit
+	// conditions.
+	costLimit      uint64
+	conditionLimit uint64
+	cache          *programCache
 
 	// compilations counts the compilations run, so that tests can tell a
 	// cache hit from a compilation; plannedFromChecked the expressions
@@ -91,6 +98,9 @@ func New(opts Options) (*Env, error) {
 	if opts.CostLimit == 0 {
 		opts.CostLimit = DefaultCostLimit
 	}
+	if opts.ConditionCostLimit == 0 {
+		opts.ConditionCostLimit = DefaultConditionCostLimit
+	}
 	switch {
 	case opts.CacheSize < 0:
 		return nil, fmt.Errorf("celenv: negative cache size %d", opts.CacheSize)
@@ -98,9 +108,10 @@ func New(opts Options) (*Env, error) {
 		opts.CacheSize = DefaultCacheSize
 	}
 	e := &Env{
-		domainCEL: types.NewObjectType(celTypeName(domainType)),
-		costLimit: opts.CostLimit,
-		cache:     newProgramCache(opts.CacheSize),
+		domainCEL:      types.NewObjectType(celTypeName(domainType)),
+		costLimit:      opts.CostLimit,
+		conditionLimit: opts.ConditionCostLimit,
+		cache:          newProgramCache(opts.CacheSize),
 	}
 	e.conditions.build = newConditionEnv
 	e.transforms.build = newTransformEnv
@@ -151,6 +162,14 @@ func (e *Env) env(kind exprKind) (*cel.Env, *goTypes, error) {
 		return e.transforms.get()
 	}
 	return e.conditions.get()
+}
+
+// limit is the cost limit of one kind of expression.
+func (e *Env) limit(kind exprKind) uint64 {
+	if kind == kindCondition {
+		return e.conditionLimit
+	}
+	return e.costLimit
 }
 
 // resultProblem says what is wrong with the result type of an expression of
@@ -208,12 +227,13 @@ func (e *Env) plan(kind exprKind, env *cel.Env, g *goTypes, expr string, checked
 		return nil, &CompileError{Expression: expr, Reason: ReasonCost, Message: "estimating the cost: " + err.Error()}
 	}
 	cost := CostEstimate{Min: est.Min, Max: est.Max}
-	if cost.Max > e.costLimit {
+	limit := e.limit(kind)
+	if cost.Max > limit {
 		return nil, &CompileError{
 			Expression: expr,
 			Reason:     ReasonCost,
 			Message: fmt.Sprintf("estimated cost %d to %d exceeds the cost limit %d",
-				cost.Min, cost.Max, e.costLimit),
+				cost.Min, cost.Max, limit),
 			Cost: cost,
 		}
 	}
@@ -227,7 +247,7 @@ func (e *Env) plan(kind exprKind, env *cel.Env, g *goTypes, expr string, checked
 		// always costs what it was admitted with, within the limit:
 		// counting would only slow it down (three quarters of a nested
 		// field condition's time, 11 of its 13 allocations).
-		opts = append(opts, cel.CostLimit(e.costLimit), cel.InterruptCheckFrequency(interruptCheckFrequency))
+		opts = append(opts, cel.CostLimit(limit), cel.InterruptCheckFrequency(interruptCheckFrequency))
 	}
 	if kind == kindTransform {
 		g.markCarriedReads(checked.NativeRep())
@@ -239,7 +259,7 @@ func (e *Env) plan(kind exprKind, env *cel.Env, g *goTypes, expr string, checked
 		// expression literal, for instance).
 		return nil, &CompileError{Expression: expr, Reason: ReasonType, Message: err.Error()}
 	}
-	return &compiled{expr: expr, checked: checked, program: program, cost: cost, limit: e.costLimit, loops: loops}, nil
+	return &compiled{expr: expr, checked: checked, program: program, cost: cost, limit: limit, loops: loops}, nil
 }
 
 // eval runs a compiled program.

@@ -235,6 +235,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, hookPoint pluginv1alpha1.Node
 	}()
 
 	hooks, err := selectHooks(ctx, snap.Plugins, hookPoint, vmi, d.holds)
+	if err != nil {
+		d.metrics.conditionFailed(hookPoint, err)
+	}
 	if err != nil || len(hooks) == 0 {
 		d.events.failed(vmi, err, hookresult.Error)
 		return err

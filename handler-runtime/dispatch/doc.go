@@ -103,4 +103,8 @@
 //     how long dispatches waited for the dispatch of the same VMI in
 //     progress (see Ordering within one VMI), including waits cut short by
 //     the caller's context.
+//   - kubevirt_plugins_node_hook_cel_cost_limit_exceeded_total{plugin, hook_point}:
+//     condition evaluations the CEL cost limit stopped (the dispatch fails
+//     with a *HookError whose error wraps celenv.ErrCostLimitExceeded and
+//     quotes the condition).
 package dispatch

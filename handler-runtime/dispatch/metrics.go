@@ -3,10 +3,12 @@
 package dispatch
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/protos/collectors"
 )
@@ -29,6 +31,9 @@ const (
 	MetricDispatchDuration   = metricPrefix + "dispatch_duration_seconds"
 	MetricDispatchesInFlight = metricPrefix + "dispatches_in_flight"
 	MetricVMIWait            = metricPrefix + "vmi_wait_seconds"
+	// MetricCELCostLimitExceeded counts the evaluations of a plugin's
+	// conditions stopped by the CEL cost limit.
+	MetricCELCostLimitExceeded = metricPrefix + "cel_cost_limit_exceeded_total"
 )
 
 // metricPrefix begins the name of every metric of the dispatcher.
@@ -40,6 +45,7 @@ type metrics struct {
 	dispatchDuration *prometheus.HistogramVec
 	inFlight         *prometheus.GaugeVec
 	vmiWait          *prometheus.HistogramVec
+	celLimit         *prometheus.CounterVec
 }
 
 // newMetrics registers the collectors on reg, or reuses the identical ones an
@@ -70,8 +76,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help:    "Time dispatches waited for the dispatch of the same VMI in progress (node hooks of one VMI run one after the other), by hook point.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 	}, []string{"hook_point"})
+	celLimit := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricCELCostLimitExceeded,
+		Help: "Evaluations of a plugin's conditions stopped by the CEL cost limit, per plugin and hook point.",
+	}, []string{"plugin", "hook_point"})
 	if reg == nil {
-		m.callDuration, m.ignoredFailures, m.dispatchDuration, m.inFlight, m.vmiWait = callDuration, ignoredFailures, dispatchDuration, inFlight, vmiWait
+		m.callDuration, m.ignoredFailures, m.dispatchDuration, m.inFlight, m.vmiWait, m.celLimit = callDuration, ignoredFailures, dispatchDuration, inFlight, vmiWait, celLimit
 		return m, nil
 	}
 	var err error
@@ -90,6 +100,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if m.vmiWait, err = register(reg, vmiWait); err != nil {
 		return nil, err
 	}
+	if m.celLimit, err = register(reg, celLimit); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -100,4 +113,17 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 		return c, fmt.Errorf("registering node hook metrics: %w", err)
 	}
 	return c, nil
+}
+
+// conditionFailed counts a condition of the plugin err names stopped by the
+// CEL cost limit.
+func (m *metrics) conditionFailed(point pluginv1alpha1.NodeHookPoint, err error) {
+	if !errors.Is(err, celenv.ErrCostLimitExceeded) {
+		return
+	}
+	plugin := ""
+	if herr, ok := errors.AsType[*HookError](err); ok {
+		plugin = herr.Plugin
+	}
+	m.celLimit.WithLabelValues(plugin, string(point)).Inc()
 }

@@ -4,7 +4,13 @@ package pipeline_test
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
@@ -42,5 +48,44 @@ func TestCELHookStoppedByTheRuntimeCostLimitNamesPluginAndHook(t *testing.T) {
 	}
 	if after, _ := domain.Marshal(); after != before {
 		t.Error("the stopped chain changed the domain it was given")
+	}
+}
+
+// TestConditionStoppedOnAHugeVMIIsCountedAndNamed: a hook condition admitted
+// under the estimate's bound of 256 labels, nested over the labels, on a VMI
+// whose owner gave it 5,000, is stopped by the condition cost limit: the
+// chain fails with a HookError naming the plugin, the hook and the
+// condition, the stop is counted per plugin and hook point, and a VMI with a
+// few labels runs the same Pipeline as before.
+func TestConditionStoppedOnAHugeVMIIsCountedAndNamed(t *testing.T) {
+	const cond = `vmi.Labels.all(a, vmi.Labels.all(b, size(a) + size(b) > 0))`
+	reg := prometheus.NewPedanticRegistry()
+	h := withCondition(celHook(celAppend("tuned")), cond)
+	p := newPipeline(t, socketRoot(t), []pluginv1alpha1.Plugin{plugin("label-walker", h)},
+		func(o *pipeline.Options) { o.Registerer = reg })
+	vmi := testVMI(t)
+	for i := range 5000 {
+		vmi.Labels[fmt.Sprintf("owner.example.org/l%d", i)] = "v"
+	}
+	_, err := p.GuestDefinition(t.Context(), vmi, testDomain(t), pipeline.Boot)
+	mustContain(t, err, `plugin "label-walker" launcher hook #0 (cel) at GuestDefinition`, strconv.Quote(cond),
+		fmt.Sprintf("limit %d", celenv.DefaultConditionCostLimit))
+	if !errors.Is(err, celenv.ErrCostLimitExceeded) {
+		t.Errorf("error does not wrap celenv.ErrCostLimitExceeded: %v", err)
+	}
+	if _, err := p.GuestDefinition(t.Context(), testVMI(t), testDomain(t), pipeline.Boot); err != nil {
+		t.Fatalf("a VMI with a few labels: %v", err)
+	}
+	n, err := testutil.GatherAndCount(reg, pipeline.MetricCELCostLimitExceeded)
+	if err != nil || n != 1 {
+		t.Fatalf("%s series: %d, %v; want 1", pipeline.MetricCELCostLimitExceeded, n, err)
+	}
+	want := fmt.Sprintf(`
+# HELP %[1]s Evaluations of a plugin's CEL condition or GuestDefinition expression stopped by the CEL cost limit, per plugin and hook point.
+# TYPE %[1]s counter
+%[1]s{hook_point="GuestDefinition",plugin="label-walker"} 1
+`, pipeline.MetricCELCostLimitExceeded)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), pipeline.MetricCELCostLimitExceeded); err != nil {
+		t.Fatal(err)
 	}
 }

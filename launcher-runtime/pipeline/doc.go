@@ -124,7 +124,11 @@
 // kubevirt_plugins_launcher_hook_outcomes_total{plugin,hook_point,outcome}
 // with outcome success, error, ignored or skipped, and
 // kubevirt_plugins_launcher_hook_overlaps_total{hook_point,plugin,overwritten_plugin}
-// (not on a migration target, whose domain is discarded).
+// (not on a migration target, whose domain is discarded), and
+// kubevirt_plugins_launcher_hook_cel_cost_limit_exceeded_total{plugin,hook_point},
+// the evaluations of the plugin's conditions and GuestDefinition expressions
+// that the CEL cost limit stopped (the hook's error wraps
+// celenv.ErrCostLimitExceeded and quotes the expression).
 //
 // The package needs no cgo: the libvirt adapter that defines, starts and
 // migrates the domain lives in launcher-runtime/domainrun, and kvpctl uses

@@ -3,11 +3,13 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubevirt-plugins/framework/api/celenv"
 	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/protos/collectors"
@@ -36,6 +38,10 @@ const (
 	MetricHookDuration = metricPrefix + "duration_seconds"
 	MetricHookOutcomes = metricPrefix + "outcomes_total"
 	MetricHookOverlaps = metricPrefix + "overlaps_total"
+	// MetricCELCostLimitExceeded counts the evaluations of a plugin's CEL
+	// (its conditions, its GuestDefinition expressions) stopped by the cost
+	// limit.
+	MetricCELCostLimitExceeded = metricPrefix + "cel_cost_limit_exceeded_total"
 )
 
 // metricPrefix begins the name of every metric of the launcher pipeline.
@@ -45,6 +51,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	outcomes *prometheus.CounterVec
 	overlaps *prometheus.CounterVec
+	celLimit *prometheus.CounterVec
 }
 
 // newMetrics registers the collectors on reg, or reuses the identical ones an
@@ -67,6 +74,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: MetricHookOverlaps,
 		Help: "Parts of the domain a GuestDefinition hook of plugin changed after a hook of overwritten_plugin had in the same call, whose later value is kept (not counted on a migration target, whose domain is discarded).",
 	}, []string{"hook_point", "plugin", "overwritten_plugin"})
+	celLimit := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricCELCostLimitExceeded,
+		Help: "Evaluations of a plugin's CEL condition or GuestDefinition expression stopped by the CEL cost limit, per plugin and hook point.",
+	}, []string{"plugin", "hook_point"})
 	m := &metrics{}
 	var err error
 	if m.duration, err = register(reg, duration); err != nil {
@@ -76,6 +87,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.overlaps, err = register(reg, overlaps); err != nil {
+		return nil, err
+	}
+	if m.celLimit, err = register(reg, celLimit); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -90,11 +104,14 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-func (m *metrics) observe(plugin, point string, outcome hookresult.Outcome, took time.Duration) {
+func (m *metrics) observe(plugin, point string, outcome hookresult.Outcome, took time.Duration, err error) {
 	if m == nil {
 		return
 	}
 	m.outcomes.WithLabelValues(plugin, point, string(outcome)).Inc()
+	if errors.Is(err, celenv.ErrCostLimitExceeded) {
+		m.celLimit.WithLabelValues(plugin, point).Inc()
+	}
 	if outcome != hookresult.Skipped {
 		m.duration.WithLabelValues(plugin, point).Observe(took.Seconds())
 	}

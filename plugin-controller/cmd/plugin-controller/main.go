@@ -71,6 +71,7 @@ type flags struct {
 	caSecretName                       string
 	certCheckInterval                  time.Duration
 	celCostLimit                       uint64
+	celConditionCostLimit              uint64
 	maxConcurrentReconciles            int
 	zap                                zap.Options
 }
@@ -107,7 +108,8 @@ func parseFlags(args []string) (*flags, error) {
 		"Secret (in --webhook-service-namespace) holding the self-signed CA every replica signs its serving certificate with, so one caBundle trusts them all; \"\" keeps a CA per replica in --webhook-cert-dir (one replica only).")
 	fs.DurationVar(&f.certCheckInterval, "webhook-cert-check-interval", 0,
 		"How often the self-signed mode checks the certificates and the caBundles, besides watching the webhook configurations. Default: 5 minutes.")
-	fs.Uint64Var(&f.celCostLimit, "cel-cost-limit", celenv.DefaultCostLimit, "Cost limit of CEL expressions; must match the launcher's and the handler's.")
+	fs.Uint64Var(&f.celCostLimit, "cel-cost-limit", celenv.DefaultCostLimit, "Cost limit of GuestDefinition CEL expressions; must match the launcher's.")
+	fs.Uint64Var(&f.celConditionCostLimit, "cel-condition-cost-limit", celenv.DefaultConditionCostLimit, "Cost limit of CEL conditions; must match the launcher's and the handler's.")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", pluginreconciler.DefaultMaxConcurrentReconciles, "Plugins reconciled in parallel.")
 	f.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -164,7 +166,7 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 			return err
 		}
 	}
-	env, err := celenv.New(celenv.Options{CostLimit: f.celCostLimit})
+	env, err := celenv.New(celenv.Options{CostLimit: f.celCostLimit, ConditionCostLimit: f.celConditionCostLimit})
 	if err != nil {
 		return err
 	}

@@ -49,11 +49,11 @@ func TestPodNamespaceIsTheDefaultNamespace(t *testing.T) {
 }
 
 func TestFlagsAreParsed(t *testing.T) {
-	f, err := parseFlags([]string{"--enable-webhook=false", "--leader-elect", "--webhook-cert-management=external", "--cel-cost-limit=5"})
+	f, err := parseFlags([]string{"--enable-webhook=false", "--leader-elect", "--webhook-cert-management=external", "--cel-cost-limit=5", "--cel-condition-cost-limit=3"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.enableWebhook || !f.leaderElect || f.certManagement != certsExternal || f.celCostLimit != 5 {
+	if f.enableWebhook || !f.leaderElect || f.certManagement != certsExternal || f.celCostLimit != 5 || f.celConditionCostLimit != 3 {
 		t.Fatalf("parsed %+v", f)
 	}
 }
