@@ -13,6 +13,10 @@
 // answer codes.Unimplemented), decodes the VMI and the libvirt domain,
 // composes logging, panic recovery and Prometheus metrics interceptors, and
 // stops gracefully, removing the socket, when its context is cancelled.
+// It serves on every socket path admission accepts, up to the 108 bytes of
+// sun_path: Go's own sockaddr keeps a byte for a terminating NUL, so a path
+// of exactly 108 bytes is bound through a descriptor of its directory
+// (/proc/self/fd/<fd>/<name>), the way virt-launcher and virt-handler dial.
 //
 // Helpers cover the rest of the contract: AtomicWriteFile for PreBoot hooks
 // that rewrite boot artifacts, MigrationFlags for the VIR_MIGRATE_* bits,

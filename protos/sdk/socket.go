@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 
+	v1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/api/socketpath"
 )
 
@@ -89,8 +91,19 @@ func removeStaleSocket(path string) error {
 	if fi.Mode()&fs.ModeSocket == 0 {
 		return fmt.Errorf("%s exists and is not a socket", path)
 	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		_ = c.Close()
+	inUse := false
+	err = withSockaddrName(path, func(name string) error {
+		c, err := net.DialTimeout("unix", name, time.Second)
+		if err == nil {
+			inUse = true
+			_ = c.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if inUse {
 		return fmt.Errorf("socket %s is in use by another server", path)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -108,13 +121,47 @@ func listenUnix(path string) (*net.UnixListener, error) {
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
 	}
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	var l *net.UnixListener
+	err := withSockaddrName(path, func(name string) error {
+		var err error
+		l, err = net.ListenUnix("unix", &net.UnixAddr{Name: name, Net: "unix"})
+		if err == nil && name != path {
+			// The name bound is valid only while the directory's
+			// descriptor is open: the socket is removed by its path.
+			l.SetUnlinkOnClose(false)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	if err := os.Chmod(path, socketFilePerm); err != nil {
 		_ = l.Close()
+		_ = os.Remove(path)
 		return nil, fmt.Errorf("set mode of %s: %w", path, err)
 	}
 	return l, nil
+}
+
+// maxSockaddrPath is the longest path Go's syscall package puts in a
+// sockaddr_un: it keeps one of sun_path's 108 bytes for a terminating NUL,
+// while admission (socketpath.CheckShape) accepts paths of 108 bytes, which
+// Linux binds and connects without one.
+const maxSockaddrPath = v1alpha1.MaxSocketPathLength - 1
+
+// withSockaddrName calls f with a name of the socket at path that fits in
+// the sockaddr Go builds: path itself when it does, else
+// /proc/self/fd/<fd>/<name> through a descriptor of its directory held open
+// for the call, which Linux resolves to the same directory. So every path
+// admission accepts can be served and probed.
+func withSockaddrName(path string, f func(name string) error) error {
+	if len(path) <= maxSockaddrPath {
+		return f(path)
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	defer func() { _ = dir.Close() }()
+	return f("/proc/self/fd/" + strconv.FormatUint(uint64(dir.Fd()), 10) + "/" + filepath.Base(path))
 }

@@ -4,7 +4,9 @@ package sdktest
 
 import (
 	"context"
+	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -12,14 +14,21 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/kubevirt-plugins/framework/api/socketpath"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 	"github.com/kubevirt-plugins/framework/protos/sdk"
 )
 
 // Dial opens a client connection to a hook socket with the SDK's message
-// size limits. The caller closes it.
+// size limits. The caller closes it. It connects as virt-launcher and
+// virt-handler do, through api/socketpath's checked dial: the socket must
+// not be a symlink, and a path of the full 108 bytes admission accepts is
+// reached too.
 func Dial(socketPath string) (*grpc.ClientConn, error) {
-	return grpc.NewClient("unix://"+socketPath,
+	dir := socketpath.NewRoot(filepath.Dir(socketPath))
+	name := []string{filepath.Base(socketPath)}
+	return grpc.NewClient("passthrough:///"+socketPath,
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return dir.Dial(ctx, name) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(sdk.MaxMessageSize), grpc.MaxCallSendMsgSize(sdk.MaxMessageSize)),
 	)
