@@ -15,6 +15,10 @@
 //     key or value, or an annotation key, the API server would reject) is
 //     refused: left on the target as it is and listed in Change.Refused,
 //     while the other keys are synced;
+//   - so is an annotation that would take the target's annotations over
+//     the MaxAnnotationsBytes (256 KiB, keys and values added up) the API
+//     server accepts, which a template is not held to: the largest
+//     annotations the change writes are refused until the rest fits;
 //   - with pruning on, the target records in the annotations
 //     SyncedLabelsAnnotation and SyncedAnnotationsAnnotation which keys were
 //     synced; a recorded key that no entry matches any more (the

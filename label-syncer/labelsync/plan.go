@@ -3,6 +3,7 @@
 package labelsync
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -138,12 +139,80 @@ func Plan(rules Rules, source, target Metadata) Change {
 	var refusedLabels, refusedAnnotations []RefusedKey
 	c.After.Labels, c.Labels, syncedLabels, refusedLabels = planMap(rules.Labels, source.Labels, target.Labels, recordedLabels, labelProblem)
 	c.After.Annotations, c.Annotations, syncedAnnotations, refusedAnnotations = planMap(rules.Annotations, source.Annotations, target.Annotations, recordedAnnotations, annotationProblem)
-	c.Refused = append(refusedLabels, refusedAnnotations...)
 	if rules.Prune {
 		c.After.Annotations = setRecord(c.After.Annotations, SyncedLabelsAnnotation, syncedLabels)
 		c.After.Annotations = setRecord(c.After.Annotations, SyncedAnnotationsAnnotation, syncedAnnotations)
 	}
+	refusedAnnotations = append(refusedAnnotations, c.fitAnnotations(target.Annotations)...)
+	slices.SortFunc(refusedAnnotations, func(a, b RefusedKey) int { return strings.Compare(a.Key, b.Key) })
+	c.Refused = append(refusedLabels, refusedAnnotations...)
 	return c
+}
+
+// MaxAnnotationsBytes is the most the API server accepts of an object's
+// annotations: the lengths of every key and value added up (Kubernetes'
+// TotalAnnotationSizeLimitB).
+const MaxAnnotationsBytes = 256 << 10
+
+// AnnotationsBytes is the size of annotations as the API server counts it
+// against MaxAnnotationsBytes.
+func AnnotationsBytes(annotations map[string]string) int {
+	n := 0
+	for k, v := range annotations {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// fitAnnotations keeps the planned annotations within MaxAnnotationsBytes,
+// which a template's metadata is not held to: while they are over, the
+// largest annotation the plan adds or updates (the first key of equal
+// sizes) is refused and left on the target as it was (before being the
+// target's value, absent). Whatever is over without the plan's additions is
+// the target's own and left alone, as the API server would take it. It
+// returns the keys refused.
+func (c *Change) fitAnnotations(before map[string]string) []RefusedKey {
+	size := AnnotationsBytes(c.After.Annotations)
+	if size <= MaxAnnotationsBytes {
+		return nil
+	}
+	var refused []RefusedKey
+	for size > MaxAnnotationsBytes {
+		k, ok := c.largestWrittenAnnotation()
+		if !ok {
+			break
+		}
+		if refused == nil {
+			// Planned from the target's own map when nothing changed,
+			// which is then not to be written to.
+			c.After.Annotations = maps.Clone(c.After.Annotations)
+		}
+		refused = append(refused, RefusedKey{Kind: KindAnnotation, Key: k, Reason: fmt.Sprintf(
+			"%d bytes with its key: the target's annotations would total %d bytes, over the %d the API server accepts",
+			len(k)+len(c.After.Annotations[k]), size, MaxAnnotationsBytes)})
+		old, had := before[k]
+		if had {
+			c.After.Annotations[k] = old
+			c.Annotations.Updated = slices.DeleteFunc(c.Annotations.Updated, func(u string) bool { return u == k })
+		} else {
+			delete(c.After.Annotations, k)
+			c.Annotations.Added = slices.DeleteFunc(c.Annotations.Added, func(a string) bool { return a == k })
+		}
+		size = AnnotationsBytes(c.After.Annotations)
+	}
+	return refused
+}
+
+// largestWrittenAnnotation is the largest annotation (key and value) the
+// plan adds or updates, the first key of equal sizes.
+func (c *Change) largestWrittenAnnotation() (string, bool) {
+	best, bestSize := "", -1
+	for _, k := range slices.Concat(c.Annotations.Added, c.Annotations.Updated) {
+		if n := len(k) + len(c.After.Annotations[k]); n > bestSize || (n == bestSize && k < best) {
+			best, bestSize = k, n
+		}
+	}
+	return best, bestSize >= 0
 }
 
 // planMap applies the rules to one map. recorded are keys synced earlier

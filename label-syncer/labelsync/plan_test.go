@@ -3,6 +3,7 @@
 package labelsync
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -275,3 +276,66 @@ func TestKeysTheTargetCannotTakeAreRefusedAndTheOthersSynced(t *testing.T) {
 		t.Fatalf("second plan: empty %v, %d refused; want true, 4", c.Empty(), len(c.Refused))
 	}
 }
+
+// TestAnnotationsOverTheAPIServersTotalAreRefused: the API server refuses an
+// object whose annotations total over 256 KiB, which a template is not held
+// to. An annotation that would take the target over is refused (absent, or
+// with the value synced before) with a reason giving the sizes, the largest
+// first, and the other keys are synced; a plan with nothing over refuses
+// nothing.
+func TestAnnotationsOverTheAPIServersTotalAreRefused(t *testing.T) {
+	rules := Rules{Labels: mustFilter(t, "ops.example.com/*"), Annotations: mustFilter(t, "notes.example.com/*"), Prune: true}
+	huge := strings.Repeat("h", 300<<10)
+	source := Metadata{
+		Labels:      m{"ops.example.com/owner": "team-b"},
+		Annotations: m{"notes.example.com/huge": huge, "notes.example.com/ticket": "T-1"},
+	}
+	c := Plan(rules, source, Metadata{})
+	if got := AnnotationsBytes(c.After.Annotations); got > MaxAnnotationsBytes {
+		t.Fatalf("planned annotations total %d bytes, over %d", got, MaxAnnotationsBytes)
+	}
+	if _, ok := c.After.Annotations["notes.example.com/huge"]; ok {
+		t.Fatal("the 300 KiB annotation is planned")
+	}
+	if c.After.Annotations["notes.example.com/ticket"] != "T-1" || c.After.Labels["ops.example.com/owner"] != "team-b" {
+		t.Fatalf("the other keys are not synced: labels %v, annotations %v", c.After.Labels, keysOf(c.After.Annotations))
+	}
+	if len(c.Refused) != 1 || c.Refused[0].Kind != KindAnnotation || c.Refused[0].Key != "notes.example.com/huge" {
+		t.Fatalf("refused %+v, want the huge annotation", c.Refused)
+	}
+	for _, w := range []string{fmt.Sprint(len("notes.example.com/huge") + len(huge)), fmt.Sprint(MaxAnnotationsBytes)} {
+		if !strings.Contains(c.Refused[0].Reason, w) {
+			t.Errorf("reason %q does not give %s", c.Refused[0].Reason, w)
+		}
+	}
+	if slices.Contains(c.Annotations.Added, "notes.example.com/huge") {
+		t.Fatalf("changes %+v list the refused key", c.Annotations)
+	}
+
+	// Synced before at a small size: the old value stays.
+	target := Metadata{Annotations: m{"notes.example.com/huge": "small"}}
+	c = Plan(rules, source, target)
+	if c.After.Annotations["notes.example.com/huge"] != "small" || len(c.Refused) != 1 {
+		t.Fatalf("after %v, refused %+v; want the value synced before kept", keysOf(c.After.Annotations), c.Refused)
+	}
+	if target.Annotations["notes.example.com/huge"] != "small" || len(target.Annotations) != 1 {
+		t.Fatal("Plan changed the target it was given")
+	}
+
+	// Two that fit alone but not together: the larger is refused.
+	source.Annotations = m{"notes.example.com/a": strings.Repeat("a", 150<<10), "notes.example.com/b": strings.Repeat("b", 140<<10)}
+	c = Plan(rules, source, Metadata{})
+	if len(c.Refused) != 1 || c.Refused[0].Key != "notes.example.com/a" || c.After.Annotations["notes.example.com/b"] == "" {
+		t.Fatalf("refused %+v, after %v; want a refused and b synced", c.Refused, keysOf(c.After.Annotations))
+	}
+
+	// Exactly at the limit: nothing refused.
+	source.Annotations = m{}
+	source.Annotations["notes.example.com/a"] = strings.Repeat("a", MaxAnnotationsBytes-len("notes.example.com/a"))
+	c = Plan(Rules{Annotations: rules.Annotations}, source, Metadata{})
+	if len(c.Refused) != 0 || AnnotationsBytes(c.After.Annotations) != MaxAnnotationsBytes {
+		t.Fatalf("at the limit: refused %+v, %d bytes", c.Refused, AnnotationsBytes(c.After.Annotations))
+	}
+}
+
+func keysOf(mm map[string]string) []string { return slices.Sorted(maps.Keys(mm)) }

@@ -134,3 +134,39 @@ next:
 	}
 	return nil
 }
+
+// TestAnnotationOverTheAPIServersTotalIsRefusedAndTheRestSynced: a VM
+// template may hold a 300 KiB annotation (a template is not held to the 256
+// KiB the API server allows an object's annotations in total). The syncer
+// refuses that key with a Warning naming it and the sizes, and syncs the
+// template's other keys to the VMI and the Pod; before, every patch of the
+// VMI failed, for ever.
+func TestAnnotationOverTheAPIServersTotalIsRefusedAndTheRestSynced(t *testing.T) {
+	ns := newNamespace(t)
+	r := startVM(t, ns, "vm-huge-note", map[string]string{"ops.example.com/owner": "team-a"}, nil, outside)
+	startSyncer(t, nil, syncer.Options{Labels: mustFilter(t, "ops.example.com/*"), Annotations: mustFilter(t, "notes.example.com/*")}, ns)
+
+	patchTemplate(t, r.vm, map[string]any{"ops.example.com/owner": "team-b"},
+		map[string]any{"notes.example.com/huge": strings.Repeat("h", 300<<10), "notes.example.com/ticket": "T-1"})
+	poll.Until(t, "the other keys on the VMI and the Pod", waitTimeout, func() error {
+		if err := bothHave(t, r, map[string]string{"ops.example.com/owner": "team-b"}); err != nil {
+			return err
+		}
+		return bothHaveAnnotations(t, r, map[string]string{"notes.example.com/ticket": "T-1", "notes.example.com/huge": ""})
+	})
+	poll.Until(t, "the Warning naming the refused annotation", waitTimeout, func() error {
+		return hasEvents(t.Context(), ns, "vm-huge-note", syncevents.ReasonKeyRefused+": notes.example.com/huge")
+	})
+	list := &eventsv1.EventList{}
+	if err := server.Client.List(t.Context(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Reason == syncevents.ReasonKeyRefused && !strings.Contains(e.Note, "262144") {
+			t.Errorf("Warning %q does not give the API server's limit", e.Note)
+		}
+		if e.Reason == syncevents.ReasonPatchFailed {
+			t.Errorf("a patch failed: %s", e.Note)
+		}
+	}
+}
