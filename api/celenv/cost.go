@@ -3,7 +3,7 @@
 package celenv
 
 import (
-	"cel.dev/cel-go/checker"
+	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 )
 
@@ -61,10 +61,10 @@ type CostEstimate struct{ Min, Max uint64 }
 // inputs: the bounds above.
 type sizeEstimator struct{}
 
-var _ checker.CostEstimator = sizeEstimator{}
+var _ cost.Estimator = sizeEstimator{}
 
-// EstimateSize implements checker.CostEstimator.
-func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+// EstimateSize implements cost.Estimator.
+func (sizeEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	t := n.Type()
 	if t == nil {
 		return nil
@@ -80,10 +80,10 @@ func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	default:
 		return nil
 	}
-	return &checker.SizeEstimate{Min: 0, Max: maxSize}
+	return &cost.SizeEstimate{Min: 0, Max: maxSize}
 }
 
-// EstimateCallCost implements checker.CostEstimator: CEL's own call costs apply.
-func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+// EstimateCallCost implements cost.Estimator: CEL's own call costs apply.
+func (sizeEstimator) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
 	return nil
 }

@@ -98,7 +98,7 @@ func TestServesEverySocketPathAdmissionAccepts(t *testing.T) {
 	l.SetUnlinkOnClose(false)
 	_ = l.Close()
 	_ = dir.Close()
-	s = start(t, root, h)
+	start(t, root, h)
 	cc = hooksv1alpha1.NewLauncherHookServiceClient(dialChecked(t, root, "demo", "hook.sock"))
 	if _, err := cc.PreBoot(t.Context(), &hooksv1alpha1.PreBootRequest{Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)}); err != nil {
 		t.Fatalf("PreBoot over the replaced %d-byte socket: %v", len(path), err)
@@ -117,7 +117,12 @@ func TestNodeServerServesA108BytePath(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
 	cc := hooksv1alpha1.NewNodeHookServiceClient(dialChecked(t, root, "demo", "hook.sock"))
 	if _, err := cc.ExecuteNodeHook(t.Context(), &hooksv1alpha1.ExecuteNodeHookRequest{
 		HookPoint: "PreVMStart", Vmi: sdktest.VMIJSON("ns1", "vm1", nil, nil)}); err != nil {
