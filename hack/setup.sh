@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs and starts everything the build, the tests and the demo need, on
 # a bare machine: Debian packages, a Docker engine, kube-apiserver and etcd,
-# the code generators, the libvirtd image and the kind node image.
+# the code generators, the libvirtd image, the test guest and the kind node
+# image.
 # Idempotent; fast when done.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -18,6 +19,8 @@ apt_install python3-grpcio python3-protobuf protobuf-compiler-grpc
 "${ROOT}/hack/setup-k8s.sh"
 "${ROOT}/hack/setup-tools.sh"
 "${ROOT}/hack/build-libvirtd-image.sh" >/dev/null
+# The test guest (a Debian kernel and a busybox initramfs) tests/guest boots.
+"${ROOT}/hack/build-guest.sh" >/dev/null
 # The kind node image of the real-cluster demo and test (hack/kind), once
 # per Kubernetes version: many minutes the first time, seconds after.
 "${ROOT}/hack/kind/build-node-image.sh" >/dev/null

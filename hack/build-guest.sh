@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the test guest from Debian's packages, downloading nothing else:
+# the kernel of linux-image-amd64 and an initramfs of busybox-static, the
+# modules listed in hack/images/guest/modules and hack/images/guest/init.
+# Prints the directory holding vmlinuz and initrd.img; it is named after a
+# hash of the inputs and the kernel's version, so a built guest is reused.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+ctx="${ROOT}/hack/images/guest"
+apt_install cpio binutils
+kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/ {print $2; exit}')
+[ -n "$kpkg" ] || die "no kernel package behind linux-image-amd64 in the apt sources"
+bbver=$(apt-cache policy busybox-static | awk '/Candidate:/ {print $2}')
+tag=$( (cat "$0" "$ctx"/*; echo "$kpkg $bbver") | sha256sum | cut -c1-12)
+out="${BIN}/guest/${tag}"
+if [ -f "${out}/vmlinuz" ] && [ -f "${out}/initrd.img" ]; then
+  echo "$out"
+  exit 0
+fi
+work=$(mktemp -d /tmp/kvp-guest.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+log "building the test guest from ${kpkg} and busybox-static ${bbver}"
+(cd "$work" && apt-get download -q "$kpkg" busybox-static >/dev/null 2>&1) || die "apt-get download ${kpkg} busybox-static failed"
+mkdir -p "$work/kernel" "$work/busybox" "$work/root"/{bin,dev,proc,sys,mnt,lib/modules}
+dpkg-deb -x "$work"/linux-image-*.deb "$work/kernel"
+dpkg-deb -x "$work"/busybox-static_*.deb "$work/busybox"
+moddir=$(ls -d "$work"/kernel/lib/modules/*)
+grep -v '^#' "$ctx/modules" >"$work/root/lib/modules/order"
+loaded=" "
+while read -r m; do
+  ko=$(find "$moddir" -name "${m}.ko" | head -1)
+  [ -n "$ko" ] || die "module ${m} is not in ${kpkg}"
+  for dep in $(strings "$ko" | sed -n 's/^depends=//p' | tr ',' ' '); do
+    case "$loaded" in *" ${dep} "*) ;; *) die "module ${m} needs ${dep} loaded before it (hack/images/guest/modules)" ;; esac
+  done
+  cp "$ko" "$work/root/lib/modules/${m}.ko"
+  loaded="${loaded}${m} "
+done <"$work/root/lib/modules/order"
+install -m 0755 "$work/busybox/bin/busybox" "$work/root/bin/busybox"
+install -m 0755 "$ctx/init" "$work/root/init"
+mkdir -p "$out"
+(cd "$work/root" && find . | sort | cpio -o -H newc --quiet | gzip -9) >"${out}/initrd.img.tmp"
+cp "$work"/kernel/boot/vmlinuz-* "${out}/vmlinuz.tmp"
+mv "${out}/initrd.img.tmp" "${out}/initrd.img"
+mv "${out}/vmlinuz.tmp" "${out}/vmlinuz"
+chmod 0644 "${out}/vmlinuz" "${out}/initrd.img"
+echo "$out"
