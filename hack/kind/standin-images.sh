@@ -6,7 +6,8 @@
 #   kvp-standin-virt-handler:latest   the static handler on scratch
 #   kvp-standin-virt-launcher:latest  the launcher (cgo, libvirt) on the
 #                                     libvirtd image the tests use, run
-#                                     under tini so QEMU's processes are reaped
+#                                     under tini so QEMU's processes are reaped,
+#                                     with the test guest it boots
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh"
 cd "${ROOT}/tests"
@@ -43,8 +44,12 @@ ENTRYPOINT ["/virt-handler"]'
 libvirtd=$("${ROOT}/hack/build-libvirtd-image.sh")
 go build -trimpath -ldflags='-s -w' -o "${ctx}/virt-launcher/virt-launcher" ./cluster/standin/virt-launcher
 echo "$libvirtd" >"${ctx}/virt-launcher/base"
+# The test guest the launcher boots (tests/framework/guest).
+guest=$("${ROOT}/hack/build-guest.sh")
+cp "${guest}/vmlinuz" "${guest}/initrd.img" "${ctx}/virt-launcher/"
 # Runs as root, as libvirtd does in the tests' libvirtd containers.
 build virt-launcher "FROM ${libvirtd}
 COPY virt-launcher /usr/local/bin/virt-launcher
+COPY vmlinuz initrd.img /usr/share/kvp-guest/
 USER 0:0
 ENTRYPOINT [\"/usr/bin/tini\", \"--\", \"/usr/local/bin/virt-launcher\"]"

@@ -77,7 +77,8 @@ func vmiSpec(uuid string) kubevirtv1.VirtualMachineInstanceSpec {
 				{Name: "default", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}},
 				{Name: "red", MacAddress: redMAC, InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}},
 			}},
-			Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}},
+			// What the test guest needs to boot (tests/framework/guest).
+			Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("192Mi")}},
 		},
 		Networks: []kubevirtv1.Network{
 			{Name: "default", NetworkSource: kubevirtv1.NetworkSource{Pod: &kubevirtv1.PodNetwork{}}},
@@ -99,8 +100,9 @@ func newDedicatedVM(name, uuid string) *kubevirtv1.VirtualMachine {
 }
 
 // launcherOverhead is what a launcher Pod's compute container needs besides
-// the guest's memory: libvirtd, QEMU (TCG) and the launcher; 512Mi in all
-// for the stand-in's 64Mi guest, which ran in it on both minors.
+// the guest's memory: libvirtd, QEMU (TCG) and the launcher (448Mi with the
+// stand-in's 64Mi diskless guest ran on both minors; kept with the 192Mi
+// test guest).
 var launcherOverhead = resource.MustParse("448Mi")
 
 // launcherResources are the compute container's resources for vmi. A VMI

@@ -185,6 +185,9 @@ func (s *scenario) bootVM(ctx context.Context) error {
 	s.Check("libvirt in the launcher Pod reports the domain running", state == "running", "%s", state)
 	s.checkDomain(d, vmi, "libvirt's domain")
 	s.checkNoCloud(ctx, pod, vmi)
+	if _, err := s.checkGuest(ctx, pod); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -263,6 +266,11 @@ func (s *scenario) migrate(ctx context.Context) error {
 		return err
 	}
 	v.target = target
+	before, err := s.guestReport(ctx, v.source)
+	if !s.Check("the guest ticks in the source Pod before the migration", err == nil && len(before.Ticks) > 0,
+		"%d ticks%s", len(before.Ticks), errSuffix(err)) {
+		return errCheckFailed
+	}
 	err = s.patchVMIStatus(ctx, v.vmi, func(vmi *kubevirtv1.VirtualMachineInstance) {
 		vmi.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{
 			MigrationUID: "migration-1", SourceNode: s.workers[0], TargetNode: s.workers[1], TargetPod: target.Name,
@@ -296,6 +304,7 @@ func (s *scenario) migrate(ctx context.Context) error {
 	}
 	s.Check("libvirt in the target Pod on "+s.workers[1]+" runs the domain with every plugin's change", state == "running", "%s", state)
 	s.checkDomain(d, v.vmi, "migrated domain")
+	s.checkGuestMigrated(ctx, target, before, time.Since(start))
 	err = s.waitCompleted(ctx, v.source)
 	s.Check("the source Pod reached Succeeded with every container terminated", err == nil, "%s%s", containerStates(v.source), errSuffix(err))
 	return nil

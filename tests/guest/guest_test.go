@@ -115,11 +115,12 @@ func writeNoCloudISO(t *testing.T, dir string, files map[string]string) {
 }
 
 // tunedDomain is what the samples make of a diskless VM: smbios-watchdog's
-// SMBIOS system strings and i6300esb watchdog, the CEL plugin's two vCPUs,
-// cloudinit-network's NoCloud disk.
+// SMBIOS system strings and i6300esb watchdog, the CEL plugin's two vCPUs
+// (two cores of one socket), cloudinit-network's NoCloud disk.
 func tunedDomain(name string) *libvirtxml.Domain {
 	d := libvirtd.DisklessDomain(name)
 	d.VCPU = &libvirtxml.DomainVCPU{Value: 2}
+	d.CPU = &libvirtxml.DomainCPU{Topology: &libvirtxml.DomainCPUTopology{Sockets: 1, Cores: 2, Threads: 1}}
 	d.SysInfo = []libvirtxml.DomainSysInfo{{SMBIOS: &libvirtxml.DomainSysInfoSMBIOS{
 		System: &libvirtxml.DomainSysInfoSystem{Entry: []libvirtxml.DomainSysInfoEntry{
 			{Name: "manufacturer", Value: "Example Corp"},
@@ -238,6 +239,9 @@ func TestLiveMigrationKeepsTheGuestRunning(t *testing.T) {
 		return nil
 	})
 	first := after.Ticks[0]
+	if info, err := target.Virsh(t.Context(), "domjobinfo", "--completed", "migrates-live"); err == nil {
+		t.Logf("libvirt on the target, the completed migration:\n%s", info)
+	}
 	t.Logf("migration took %s; last tick on the source %+v, first on the target %+v", took, last, first)
 	if first.BootID != before.BootID {
 		t.Fatalf("boot id on the target %q, on the source %q: the guest rebooted", first.BootID, before.BootID)
@@ -247,6 +251,9 @@ func TestLiveMigrationKeepsTheGuestRunning(t *testing.T) {
 	}
 	if first.N != last.N+1 && first.N != last.N {
 		t.Fatalf("counter on the target starts at %d, the source's last was %d", first.N, last.N)
+	}
+	if !first.Watchdog {
+		t.Fatal("the watchdog is gone in the guest after the migration")
 	}
 	if gap := first.Uptime - last.Uptime; gap > took.Seconds()+2 {
 		t.Fatalf("guest uptime gap %.2f s across a migration of %s", gap, took)

@@ -88,9 +88,20 @@ func repoRoot() (string, error) {
 }
 
 // Boot makes d boot the guest: the kernel and initramfs at dir (a path the
-// QEMU process sees), Cmdline, at least MemoryMiB, and the first serial
-// port written to consoleLog, replacing d's serial ports.
+// QEMU process sees), Cmdline, at least MemoryMiB, ACPI and the APIC (as
+// KubeVirt's domains have them; without ACPI the kernel counts one CPU a
+// socket), and the first serial port written to consoleLog, replacing d's
+// serial ports.
 func Boot(d *libvirtxml.Domain, dir, consoleLog string) {
+	if d.Features == nil {
+		d.Features = &libvirtxml.DomainFeatureList{}
+	}
+	if d.Features.ACPI == nil {
+		d.Features.ACPI = &libvirtxml.DomainFeature{}
+	}
+	if d.Features.APIC == nil {
+		d.Features.APIC = &libvirtxml.DomainFeatureAPIC{}
+	}
 	if d.OS == nil {
 		d.OS = &libvirtxml.DomainOS{}
 	}
@@ -129,6 +140,8 @@ type Tick struct {
 	BootID string
 	// Uptime is the guest's /proc/uptime, in seconds.
 	Uptime float64
+	// Watchdog: /dev/watchdog was there at that tick.
+	Watchdog bool
 }
 
 // Report is what the guest printed.
@@ -203,22 +216,23 @@ func Parse(console string) Report {
 	return r
 }
 
-// parseTick reads "tick=N boot_id=ID uptime=S".
+// parseTick reads "tick=N boot_id=ID uptime=S watchdog=present|absent".
 func parseTick(line string) (Tick, bool) {
 	var t Tick
-	fields := strings.Fields(line)
-	if len(fields) != 3 {
-		return t, false
+	fields := map[string]string{}
+	for f := range strings.FieldsSeq(line) {
+		k, v, _ := strings.Cut(f, "=")
+		fields[k] = v
 	}
 	var err error
-	if t.N, err = strconv.Atoi(strings.TrimPrefix(fields[0], "tick=")); err != nil {
+	if t.N, err = strconv.Atoi(fields["tick"]); err != nil {
 		return t, false
 	}
-	t.BootID = strings.TrimPrefix(fields[1], "boot_id=")
-	if t.Uptime, err = strconv.ParseFloat(strings.TrimPrefix(fields[2], "uptime="), 64); err != nil {
+	if t.Uptime, err = strconv.ParseFloat(fields["uptime"], 64); err != nil {
 		return t, false
 	}
-	return t, true
+	t.BootID, t.Watchdog = fields["boot_id"], fields["watchdog"] == "present"
+	return t, t.BootID != ""
 }
 
 // LastTick is the last tick printed, and false when there is none.

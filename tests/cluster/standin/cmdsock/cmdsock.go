@@ -37,6 +37,10 @@ func OnNode(podsDir, podUID string) string {
 	return filepath.Join(podsDir, podUID, "volumes", "kubernetes.io~empty-dir", VolumeName, SocketName)
 }
 
+// GuestConsole is where the launcher's guest writes its serial console in
+// the compute container: the test guest's report (tests/framework/guest).
+const GuestConsole = "/var/log/kvp-guest/console.log"
+
 // Paths of the commands.
 const (
 	PathBoot          = "/boot"

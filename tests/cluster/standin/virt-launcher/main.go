@@ -52,6 +52,7 @@ import (
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 	"github.com/kubevirt-plugins/framework/sample-sidecars/cloudinit-network/cloudinitnetwork"
 	"github.com/kubevirt-plugins/framework/tests/cluster/standin/cmdsock"
+	"github.com/kubevirt-plugins/framework/tests/framework/guest"
 )
 
 // qemuUID is the user virt-launcher's files belong to, and the sidecars'.
@@ -232,6 +233,9 @@ func (l *launcher) boot(ctx context.Context, req *cmdsock.Request) (*cmdsock.Ans
 	if err != nil {
 		return nil, err
 	}
+	if err := prepareConsole(); err != nil {
+		return nil, err
+	}
 	domain, err := l.pipeline.Boot(ctx, req.VMI, generateDomain(req.VMI, iso), pipeline.Artifacts{CloudInitISO: iso})
 	if err != nil {
 		return nil, err
@@ -254,6 +258,10 @@ func (l *launcher) prepareTarget(ctx context.Context, req *cmdsock.Request) (*cm
 	// the target (PreBoot does not run there).
 	iso, err := makeNoCloudISO(req.VMI)
 	if err != nil {
+		return nil, err
+	}
+	// The domain arriving writes its console where the source's did.
+	if err := prepareConsole(); err != nil {
 		return nil, err
 	}
 	if err := l.pipeline.MigrationTarget(ctx, req.VMI, generateDomain(req.VMI, iso)); err != nil {
@@ -392,11 +400,36 @@ func makeNoCloudISO(vmi *kubevirtv1.VirtualMachineInstance) (string, error) {
 	return iso, nil
 }
 
+// Where the image holds the test guest (hack/build-guest.sh), and where
+// its serial console is written in the compute container; the real-cluster
+// scenario reads the guest's report there.
+const guestDir = "/usr/share/kvp-guest"
+
+var consoleDir = filepath.Dir(cmdsock.GuestConsole)
+
+// prepareConsole makes the console's directory, writable by QEMU.
+func prepareConsole() error {
+	if err := os.MkdirAll(consoleDir, 0o755); err != nil {
+		return err
+	}
+	return os.Chown(consoleDir, qemuUID, qemuUID)
+}
+
 // generateDomain is the stand-in of virt-launcher's domain generation: a
-// diskless TCG guest (no /dev/kvm on the nodes) named and identified as
-// KubeVirt names it, with KubeVirt's SMBIOS system entries and the NoCloud
-// ISO as a CD-ROM.
+// TCG guest (no /dev/kvm on the nodes) named and identified as KubeVirt
+// names it, with KubeVirt's SMBIOS system entries and the NoCloud ISO as a
+// CD-ROM, booting the test guest (a kernel and a busybox initramfs, which
+// reports what it sees on its serial console) when the image holds it, and
+// no operating system otherwise.
 func generateDomain(vmi *kubevirtv1.VirtualMachineInstance, iso string) *libvirtxml.Domain {
+	d := baseDomain(vmi, iso)
+	if _, err := os.Stat(filepath.Join(guestDir, guest.Kernel)); err == nil {
+		guest.Boot(d, guestDir, cmdsock.GuestConsole)
+	}
+	return d
+}
+
+func baseDomain(vmi *kubevirtv1.VirtualMachineInstance, iso string) *libvirtxml.Domain {
 	uuid := ""
 	if vmi.Spec.Domain.Firmware != nil {
 		uuid = string(vmi.Spec.Domain.Firmware.UUID)
