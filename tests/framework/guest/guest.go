@@ -12,7 +12,6 @@ package guest
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 	"testing"
 
 	"libvirt.org/go/libvirtxml"
+
+	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
 // DirEnv names a directory holding vmlinuz and initrd.img to use instead of
@@ -49,11 +50,11 @@ func Dir(tb testing.TB) string {
 	if d := os.Getenv(DirEnv); d != "" {
 		return d
 	}
-	root, err := repoRoot()
+	script, err := repo.Path("hack", "build-guest.sh")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(root, "hack", "build-guest.sh")).Output()
+	out, err := exec.Command(script).Output()
 	if err != nil {
 		msg := ""
 		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
@@ -66,25 +67,6 @@ func Dir(tb testing.TB) string {
 		tb.Fatal("hack/build-guest.sh printed no directory")
 	}
 	return lines[len(lines)-1]
-}
-
-// repoRoot is the nearest directory above the working directory holding
-// go.work.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.work above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // Boot makes d boot the guest: the kernel and initramfs at dir (a path the
