@@ -68,7 +68,7 @@ func TestMetricNamesAreTheConstantsInTheNamespaceAndDocumented(t *testing.T) {
 	}{
 		{
 			"launcher_hook", "launcher-runtime/pipeline/doc.go",
-			[]string{pipeline.MetricHookDuration, pipeline.MetricHookOutcomes, pipeline.MetricHookOverlaps},
+			[]string{pipeline.MetricHookDuration, pipeline.MetricHookOutcomes, pipeline.MetricHookOverlaps, pipeline.MetricCELCostLimitExceeded},
 			func(reg prometheus.Registerer) error {
 				_, err := pipeline.New(nil, pipeline.Options{Registerer: reg})
 				return err
@@ -77,7 +77,7 @@ func TestMetricNamesAreTheConstantsInTheNamespaceAndDocumented(t *testing.T) {
 		{
 			"node_hook", "handler-runtime/dispatch/doc.go",
 			[]string{dispatch.MetricCallDuration, dispatch.MetricIgnoredFailures, dispatch.MetricDispatchDuration,
-				dispatch.MetricDispatchesInFlight, dispatch.MetricVMIWait},
+				dispatch.MetricDispatchesInFlight, dispatch.MetricVMIWait, dispatch.MetricCELCostLimitExceeded},
 			func(reg prometheus.Registerer) error {
 				d, err := dispatch.New(dispatch.Options{Plugins: noPlugins{}, Registerer: reg})
 				if err == nil {
