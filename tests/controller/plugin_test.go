@@ -78,7 +78,7 @@ func TestInvalidCELIsRejectedAtCreateWithTheFieldPath(t *testing.T) {
 		{
 			name: "estimated cost over the limit",
 			spec: pluginv1alpha1.PluginSpec{Condition: quadratic},
-			want: []string{"spec.condition", "cost error", "exceeds the cost limit 10000000"},
+			want: []string{"spec.condition", "cost error", "exceeds the cost limit 1000000"},
 		},
 		{
 			name: "every problem listed",
