@@ -48,8 +48,8 @@ func TestPodCPURequestCountsNativeSidecarsAndTheLargestInitContainer(t *testing.
 func TestADedicatedVMGetsAGuaranteedCompute(t *testing.T) {
 	pod := newLauncherPod(newVMI(newDedicatedVM("d", "7c1e4b9a-2d6f-4a83-b5e0-9f3c8d2a6b14")), "src", "n")
 	r := pod.Spec.Containers[0].Resources
-	if !sameResources(r.Requests, r.Limits) || r.Limits.Cpu().String() != "1" || r.Limits.Memory().String() != "512Mi" {
-		t.Errorf("compute resources: requests %s, limits %s; want 1 CPU and 512Mi, requests equal to limits",
+	if !sameResources(r.Requests, r.Limits) || r.Limits.Cpu().String() != "1" || r.Limits.Memory().String() != "640Mi" {
+		t.Errorf("compute resources: requests %s, limits %s; want 1 CPU and 640Mi (the 192Mi guest and the 448Mi overhead), requests equal to limits",
 			resourceText(r.Requests), resourceText(r.Limits))
 	}
 	plain := newLauncherPod(newVMI(newVM("p", "5e9c7a1d-3b2f-4c8e-9a61-0d4f2b7e8c13")), "src", "n")
