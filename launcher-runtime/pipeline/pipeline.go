@@ -175,6 +175,9 @@ type call struct {
 	prov *provenance
 	// report is filled as the hooks run when the host asked for one.
 	report *Report
+	// socketWait is what the running hook has spent on its socket so far
+	// (HookReport.SocketWait); observe takes it.
+	socketWait time.Duration
 }
 
 func (p *Pipeline) newCall(point pluginv1alpha1.LauncherHookPoint, vmi *kubevirtv1.VirtualMachineInstance) *call {
@@ -353,6 +356,8 @@ func (c *call) sidecarConn(ctx context.Context, pl *compiledPlugin, h *compiledH
 	if seen != nil && seen != broken && seen.cc.GetState() == connectivity.Ready && c.p.conns.acquire(key, seen) {
 		return seen, true, nil
 	}
+	start := c.p.opts.Clock.Now()
+	defer func() { c.socketWait += c.p.opts.Clock.Since(start) }()
 	if err := c.budget.Wait(ctx, func(ctx context.Context) error { return c.p.root.Probe(ctx, pl.name, socket) }); err != nil {
 		return nil, false, fmt.Errorf("socket %s: %w", socket, err)
 	}

@@ -70,6 +70,11 @@ type HookReport struct {
 	// Duration is the time the hook took, conditions included; zero for a
 	// skipped hook.
 	Duration time.Duration
+	// SocketWait is the part of Duration a sidecar hook spent before its
+	// call: waiting for the socket to accept a connection and dialing it.
+	// It is zero for a CEL hook and for a call made on a connection kept
+	// from an earlier call.
+	SocketWait time.Duration
 	// Err is the *HookError of a failed hook (Ignored, Error); nil
 	// otherwise.
 	Err error
@@ -96,10 +101,14 @@ func (h HookReport) MarshalJSON() ([]byte, error) {
 		Kind         HookKind           `json:"kind,omitempty"`
 		Outcome      hookresult.Outcome `json:"outcome"`
 		Duration     string             `json:"duration"`
+		SocketWait   string             `json:"socketWait,omitempty"`
 		Error        string             `json:"error,omitempty"`
 		Written      []string           `json:"written,omitempty"`
 		WrittenKnown bool               `json:"writtenKnown,omitempty"`
-	}{h.Plugin, h.Scope, h.HookIndex, h.Kind, h.Outcome, h.Duration.String(), "", h.Written, h.WrittenKnown}
+	}{h.Plugin, h.Scope, h.HookIndex, h.Kind, h.Outcome, h.Duration.String(), "", "", h.Written, h.WrittenKnown}
+	if h.SocketWait > 0 {
+		out.SocketWait = h.SocketWait.String()
+	}
 	if h.Err != nil {
 		out.Error = h.Err.Error()
 	}
@@ -116,10 +125,12 @@ type Change struct {
 // condition) and, when a report is kept, adds the hook to it.
 func (c *call) observe(pl *compiledPlugin, h *compiledHook, outcome hookresult.Outcome, took time.Duration, err error) {
 	c.p.metrics.observe(pl.name, string(c.point), outcome, took, err)
+	waited := c.socketWait
+	c.socketWait = 0
 	if c.report == nil {
 		return
 	}
-	hr := HookReport{HookRef: HookRef{Plugin: pl.name, Scope: hookresult.ScopePlugin, HookIndex: PluginCondition}, Outcome: outcome, Duration: took, Err: err}
+	hr := HookReport{HookRef: HookRef{Plugin: pl.name, Scope: hookresult.ScopePlugin, HookIndex: PluginCondition}, Outcome: outcome, Duration: took, SocketWait: waited, Err: err}
 	if h != nil {
 		hr.Scope, hr.HookIndex, hr.Kind = hookresult.ScopeHook, h.index, h.kind()
 	}

@@ -342,3 +342,52 @@ func TestConcurrentCallsShareTheSidecarConnection(t *testing.T) {
 		t.Errorf("a call after the concurrent ones dialed again")
 	}
 }
+
+// TestReportGivesTheTimeSpentWaitingForTheSocket: the report of a sidecar
+// hook says how much of its duration went on waiting for the socket, so
+// that a host can tell a slow sidecar start from a slow hook; a call on
+// the connection kept from it waits for nothing.
+func TestReportGivesTheTimeSpentWaitingForTheSocket(t *testing.T) {
+	root := socketRoot(t)
+	socket := staleSocket(t, root, "late", "hook.sock")
+	clk := fakeclock.New(time.Now())
+	p := newPipeline(t, root, []pluginv1alpha1.Plugin{plugin("late", sidecarHook(socket, pb))},
+		func(o *pipeline.Options) { o.SocketWaitBudget, o.Clock = 30*time.Second, clk })
+	type result struct {
+		r   *pipeline.Report
+		err error
+	}
+	done := make(chan result, 1)
+	errc := make(chan error, 1)
+	go func() {
+		r, err := p.PreBootWithReport(t.Context(), testVMI(t), pipeline.Artifacts{})
+		done <- result{r, err}
+		errc <- err
+	}()
+	var stepped time.Duration
+	for range 3 {
+		d := <-clk.Waits()
+		stepped += d
+		clk.Step(d)
+	}
+	start(t, root, "late", "hook.sock", &sidecar{})
+	if err := waitStepping(clk, errc); err != nil {
+		t.Fatalf("the hook failed although the sidecar came up within the budget: %v", err)
+	}
+	first := <-done
+	if len(first.r.Hooks) != 1 {
+		t.Fatalf("want one hook in the report, got %+v", first.r.Hooks)
+	}
+	h := first.r.Hooks[0]
+	if h.SocketWait < stepped || h.SocketWait > h.Duration {
+		t.Errorf("socket wait %s: want at least the %s the clock was stepped while the socket was not served, and at most the hook's %s",
+			h.SocketWait, stepped, h.Duration)
+	}
+	again, err := p.PreBootWithReport(t.Context(), testVMI(t), pipeline.Artifacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := again.Hooks[0].SocketWait; w != 0 {
+		t.Errorf("a call on the kept connection reports a socket wait of %s, want 0", w)
+	}
+}
