@@ -132,11 +132,23 @@ class Sidecar(api_pb2_grpc.LauncherHookServiceServicer):
 
 
 def prepare_socket(path):
-    """Creates the socket's directory (0750) and removes a stale socket; a
-    path that exists and is not a socket is an error, never removed."""
+    """Creates the socket's directory (0750) when it does not exist and
+    removes a stale socket. An existing directory is used as it is: in a
+    launcher Pod it is the sidecar's subPath of the sockets volume, made and
+    owned by the kubelet, whose mode the sidecar may not change. A directory
+    that is a symlink, and a socket path that exists and is not a socket,
+    are errors; nothing is removed."""
     directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    os.chmod(directory, 0o750)
+    try:
+        mode = os.lstat(directory).st_mode
+    except FileNotFoundError:
+        os.makedirs(directory)
+        os.chmod(directory, 0o750)
+    else:
+        if stat.S_ISLNK(mode):
+            raise SystemExit("socket directory %s is a symlink" % directory)
+        if not stat.S_ISDIR(mode):
+            raise SystemExit("socket directory %s is not a directory" % directory)
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:

@@ -41,9 +41,18 @@ func TestPythonSampleImagePassesConformance(t *testing.T) {
 	image := strings.TrimSpace(string(out))
 
 	root := socketRoot(t)
-	// The sidecar runs as UID 107 and creates its directory below the root.
-	if err := os.Chmod(root, 0o777); err != nil {
+	// In a launcher Pod the sidecar's directory is its subPath of the
+	// sockets emptyDir, which the kubelet makes before the container
+	// starts: it exists, owned by root, and the sidecar (UID 107) may write
+	// in it but not change its mode.
+	dir := filepath.Join(root, pythonSample)
+	if err := os.Mkdir(dir, 0o777); err != nil {
 		t.Fatal(err)
+	}
+	for _, d := range []string{root, dir} { // an emptyDir is 0777
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
 	}
 	docker.NoReaper()
 	ctx := t.Context()
