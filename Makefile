@@ -6,7 +6,7 @@ SHELL := /bin/bash
 GENERATE_TARGETS :=
 -include */Makefile.inc
 
-.PHONY: help setup generate verify test bench images demo release
+.PHONY: help setup generate verify test bench bench-node images demo release
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,6 +26,9 @@ test: setup ## Run every module's tests, the integration tests on a real API ser
 
 bench: setup ## Run the Go benchmarks reported in docs/benchmarks.md.
 	@hack/bench.sh
+
+bench-node: setup ## Measure boot latency, sidecar memory and ten VMs at once on a kind cluster (docs/benchmarks.md, "On the kubelet").
+	@hack/bench-node.sh
 
 images: setup ## Build one image per component (controllers and samples) with the local Docker engine.
 	@hack/images.sh

@@ -74,20 +74,46 @@ func (s *scenario) checkGuest(ctx context.Context, pod *corev1.Pod) (guest.Repor
 	if t, ok := r.LastTick(); ok {
 		s.Show(fmt.Sprintf("guest boot id %s, up %.1f s (guest time) at tick %d", r.BootID, t.Uptime, t.N))
 	}
-	s.Check("in the guest: smbios-watchdog's manufacturer and product read from SMBIOS",
-		r.DMI["sys_vendor"] == "Example" && r.DMI["product_name"] == "Edge-1", "%s", printed(r, "dmi.sys_vendor", "dmi.product_name"))
-	s.Check("in the guest: smbios-watchdog's i6300esb watchdog at /dev/watchdog",
-		r.Watchdog && r.WatchdogIdentity == "i6300ESB timer", "%s", printed(r, "watchdog"))
-	s.Check("in the guest: cel-tuning's 2 vCPUs", r.VCPUs == 2, "%s", printed(r, "vcpus"))
-	nc := r.CIDataFiles["network-config"]
-	s.Check("in the guest: cloudinit-network's secondary network red, read from the NoCloud disk",
-		r.CIData && slices.ContainsFunc(nc, func(l string) bool { return strings.Contains(l, redMAC) }) &&
-			slices.ContainsFunc(nc, func(l string) bool { return strings.Contains(l, "192.168.10.5/24") }),
-		"%s", printed(r, "cidata=", "cidata.network-config"))
+	for _, c := range guestChecks {
+		s.Check("in the guest: "+c.name, c.ok(r), "%s", printed(r, c.keys...))
+	}
 	if len(r.Errors) > 0 {
 		s.Show("the guest complained: " + strings.Join(r.Errors, "; "))
 	}
 	return r, nil
+}
+
+// guestChecks are what the guest of a VM with every sample plugin sees of
+// each plugin's change.
+var guestChecks = []struct {
+	name string
+	ok   func(guest.Report) bool
+	// keys begin the report lines that show it.
+	keys []string
+}{
+	{"smbios-watchdog's manufacturer and product read from SMBIOS", func(r guest.Report) bool {
+		return r.DMI["sys_vendor"] == "Example" && r.DMI["product_name"] == "Edge-1"
+	}, []string{"dmi.sys_vendor", "dmi.product_name"}},
+	{"smbios-watchdog's i6300esb watchdog at /dev/watchdog", func(r guest.Report) bool {
+		return r.Watchdog && r.WatchdogIdentity == "i6300ESB timer"
+	}, []string{"watchdog"}},
+	{"cel-tuning's 2 vCPUs", func(r guest.Report) bool { return r.VCPUs == 2 }, []string{"vcpus"}},
+	{"cloudinit-network's secondary network red, read from the NoCloud disk", func(r guest.Report) bool {
+		nc := r.CIDataFiles["network-config"]
+		return r.CIData && slices.ContainsFunc(nc, func(l string) bool { return strings.Contains(l, redMAC) }) &&
+			slices.ContainsFunc(nc, func(l string) bool { return strings.Contains(l, "192.168.10.5/24") })
+	}, []string{"cidata=", "cidata.network-config"}},
+}
+
+// guestMisses names the guestChecks r fails.
+func guestMisses(r guest.Report) []string {
+	var out []string
+	for _, c := range guestChecks {
+		if !c.ok(r) {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }
 
 // checkGuestMigrated checks, from inside the guest, that the live migration

@@ -149,17 +149,45 @@ func watchdogAction(d *libvirtxml.Domain) string {
 	return ""
 }
 
+// domainChecks are each plugin's change in the domain libvirt runs, for a
+// VM with every sample plugin.
+var domainChecks = []struct {
+	name   string
+	ok     func(*libvirtxml.Domain, *kubevirtv1.VirtualMachineInstance) bool
+	detail func(*libvirtxml.Domain) string
+}{
+	{"cel-tuning set the title and 2 vCPUs", func(d *libvirtxml.Domain, vmi *kubevirtv1.VirtualMachineInstance) bool {
+		return d.Title == "VM "+vmi.Namespace+"/"+vmi.Name && d.VCPU != nil && d.VCPU.Value == 2
+	}, func(d *libvirtxml.Domain) string {
+		vcpus := uint(0)
+		if d.VCPU != nil {
+			vcpus = d.VCPU.Value
+		}
+		return fmt.Sprintf("title %q, %d vCPUs", d.Title, vcpus)
+	}},
+	{"smbios-watchdog set SMBIOS from the labels and added the watchdog", func(d *libvirtxml.Domain, _ *kubevirtv1.VirtualMachineInstance) bool {
+		return smbiosEntry(d, "manufacturer") == "Example" && smbiosEntry(d, "product") == "Edge-1" && watchdogAction(d) == "reset"
+	}, func(d *libvirtxml.Domain) string {
+		return fmt.Sprintf("manufacturer %q, product %q, watchdog action %q", smbiosEntry(d, "manufacturer"), smbiosEntry(d, "product"), watchdogAction(d))
+	}},
+}
+
 // checkDomain checks every plugin's change in the domain libvirt runs.
 func (s *scenario) checkDomain(d *libvirtxml.Domain, vmi *kubevirtv1.VirtualMachineInstance, where string) {
-	vcpus := uint(0)
-	if d.VCPU != nil {
-		vcpus = d.VCPU.Value
+	for _, c := range domainChecks {
+		s.Check(where+": "+c.name, c.ok(d, vmi), "%s", c.detail(d))
 	}
-	s.Check(where+": cel-tuning set the title and 2 vCPUs", d.Title == "VM "+vmi.Namespace+"/"+vmi.Name && vcpus == 2,
-		"title %q, %d vCPUs", d.Title, vcpus)
-	m, p := smbiosEntry(d, "manufacturer"), smbiosEntry(d, "product")
-	s.Check(where+": smbios-watchdog set SMBIOS from the labels and added the watchdog", m == "Example" && p == "Edge-1" && watchdogAction(d) == "reset",
-		"manufacturer %q, product %q, watchdog action %q", m, p, watchdogAction(d))
+}
+
+// domainMisses names the domainChecks d fails.
+func domainMisses(d *libvirtxml.Domain, vmi *kubevirtv1.VirtualMachineInstance) []string {
+	var out []string
+	for _, c := range domainChecks {
+		if !c.ok(d, vmi) {
+			out = append(out, c.name+" ("+c.detail(d)+")")
+		}
+	}
+	return out
 }
 
 func (s *scenario) bootVM(ctx context.Context) error {
@@ -177,6 +205,13 @@ func (s *scenario) bootVM(ctx context.Context) error {
 		s.dumpPods(ctx, standinNamespace)
 		s.dumpPods(ctx, vmNamespace)
 		return errCheckFailed
+	}
+	tl, err := readTimeline(vmi)
+	if err == nil {
+		err = checkTimeline(tl, scenarioHooks)
+	}
+	if s.Check("the stand-ins timed the boot, step by step, on the VMI: every step and hook, in order", err == nil, "%s", errText(err)) {
+		s.Show("boot timeline: " + describeTimeline(tl))
 	}
 	d, state, err := s.domain(ctx, pod, vmi)
 	if err != nil {

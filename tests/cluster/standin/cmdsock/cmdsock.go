@@ -71,6 +71,8 @@ type Answer struct {
 	// configuration (PathMigrate), as text.
 	Flags  string `json:"flags,omitempty"`
 	Params string `json:"params,omitempty"`
+	// Timeline is the launcher's part of the boot (PathBoot).
+	Timeline *LauncherTimeline `json:"timeline,omitempty"`
 }
 
 // Call sends req to the launcher at socket and decodes its answer; a

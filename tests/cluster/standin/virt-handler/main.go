@@ -221,9 +221,14 @@ func (h *handler) isPostMigrated(uid types.UID) bool {
 	return h.postMigrated[uid]
 }
 
+// DispatchedMessage begins the log line of every node hook dispatch, which
+// gives its hook point and how long it took ("took", a Go duration).
+const DispatchedMessage = "node hooks dispatched"
+
 func (h *handler) dispatch(ctx context.Context, point pluginv1alpha1.NodeHookPoint, vmi *kubevirtv1.VirtualMachineInstance) error {
+	start := time.Now()
 	err := h.hooks.Dispatch(ctx, point, vmi, dispatch.NodeContext{NodeName: h.node})
-	h.log.Info("node hooks dispatched", "hookPoint", point, "vmi", vmi.Namespace+"/"+vmi.Name, "error", errText(err))
+	h.log.Info(DispatchedMessage, "hookPoint", point, "vmi", vmi.Namespace+"/"+vmi.Name, "took", time.Since(start).String(), "error", errText(err))
 	return err
 }
 
@@ -288,20 +293,51 @@ func (h *handler) start(ctx context.Context, vmi *kubevirtv1.VirtualMachineInsta
 	if err != nil {
 		return err
 	}
-	if err := h.dispatch(ctx, pluginv1alpha1.PreVMStart, vmi); err != nil {
+	// Each step is timed; the timeline goes on the VMI (cmdsock.Timeline).
+	rec := cmdsock.NewRecorder()
+	if err := rec.Do(cmdsock.StepPreVMStart, func() error { return h.dispatch(ctx, pluginv1alpha1.PreVMStart, vmi) }); err != nil {
 		return err
 	}
-	plugins, err := h.plugins(vmi)
+	var plugins json.RawMessage
+	if err := rec.Do(cmdsock.StepSelectPlugins, func() (err error) { plugins, err = h.plugins(vmi); return err }); err != nil {
+		return err
+	}
+	var answer *cmdsock.Answer
+	err = rec.Do(cmdsock.StepBootCommand, func() (err error) {
+		answer, err = cmdsock.Call(ctx, sock, cmdsock.PathBoot, &cmdsock.Request{VMI: vmi, Plugins: plugins})
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	if _, err := cmdsock.Call(ctx, sock, cmdsock.PathBoot, &cmdsock.Request{VMI: vmi, Plugins: plugins}); err != nil {
+	if err := rec.Do(cmdsock.StepPostVMStart, func() error { return h.dispatch(ctx, pluginv1alpha1.PostVMStart, vmi) }); err != nil {
 		return err
 	}
-	if err := h.dispatch(ctx, pluginv1alpha1.PostVMStart, vmi); err != nil {
+	return rec.Do(cmdsock.StepSetRunning, func() error {
+		if err := h.annotateTimeline(ctx, vmi, &cmdsock.Timeline{Launcher: answer.Timeline, Handler: rec.Steps}); err != nil {
+			return err
+		}
+		return h.patchStatus(ctx, vmi, func(v *kubevirtv1.VirtualMachineInstance) { v.Status.Phase = kubevirtv1.Running })
+	})
+}
+
+// annotateTimeline writes the boot's timeline on the VMI; the handler's
+// last step (set-running) is still open and left out.
+func (h *handler) annotateTimeline(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, tl *cmdsock.Timeline) error {
+	data, err := json.Marshal(tl)
+	if err != nil {
 		return err
 	}
-	return h.patchStatus(ctx, vmi, func(v *kubevirtv1.VirtualMachineInstance) { v.Status.Phase = kubevirtv1.Running })
+	fresh := &kubevirtv1.VirtualMachineInstance{}
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(vmi), fresh); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(fresh.DeepCopy())
+	if fresh.Annotations == nil {
+		fresh.Annotations = map[string]string{}
+	}
+	fresh.Annotations[cmdsock.TimelineAnnotation] = string(data)
+	return h.c.Patch(ctx, fresh, patch)
 }
 
 func (h *handler) prepareTarget(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {

@@ -32,6 +32,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +41,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/kdomanski/iso9660"
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/encoding/protojson"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirt"
@@ -61,6 +63,9 @@ const qemuUID = 107
 type launcher struct {
 	log  logr.Logger
 	conn *libvirt.Connect
+
+	// timeline is the process's part of the boot (cmdsock.Timeline).
+	timeline cmdsock.LauncherTimeline
 
 	mu       sync.Mutex
 	pipeline *pipeline.Pipeline
@@ -92,16 +97,19 @@ func main() {
 func run(log logr.Logger, socketDir string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	started := processStart()
 	daemon, conn, err := startLibvirtd(ctx, log)
 	if err != nil {
 		return err
 	}
+	libvirtdUp := time.Now()
 	defer func() {
 		_, _ = conn.Close()
 		_ = daemon.Process.Signal(syscall.SIGTERM)
 		_ = daemon.Wait()
 	}()
 	l := &launcher{log: log, conn: conn, done: make(chan struct{})}
+	l.timeline.Started, l.timeline.LibvirtdUp = started, libvirtdUp
 	if err := os.MkdirAll(socketDir, 0o755); err != nil {
 		return err
 	}
@@ -118,8 +126,10 @@ func run(log logr.Logger, socketDir string) error {
 	mux.HandleFunc(cmdsock.PathStop, l.command(l.stop))
 	mux.HandleFunc(cmdsock.PathDomain, l.command(l.describe))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	l.timeline.Serving = time.Now()
 	go func() { _ = srv.Serve(ln) }()
-	log.Info("serving the command socket", "socket", path)
+	log.Info("serving the command socket", "socket", path, "sinceStart", l.timeline.Serving.Sub(started),
+		"libvirtdStart", libvirtdUp.Sub(started))
 	select {
 	case <-ctx.Done():
 		log.Info("terminated")
@@ -226,28 +236,101 @@ func (l *launcher) boot(ctx context.Context, req *cmdsock.Request) (*cmdsock.Ans
 	if l.domain != "" {
 		return l.describe(ctx, req)
 	}
-	if err := l.newPipeline(req); err != nil {
+	rec := cmdsock.NewRecorder()
+	if err := rec.Do(cmdsock.StepHandover, func() error { return l.newPipeline(req) }); err != nil {
 		return nil, err
 	}
-	iso, err := makeNoCloudISO(req.VMI)
+	var iso string
+	err := rec.Do(cmdsock.StepISO, func() error {
+		var err error
+		if iso, err = makeNoCloudISO(req.VMI); err != nil {
+			return err
+		}
+		return prepareConsole()
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareConsole(); err != nil {
-		return nil, err
-	}
-	domain, err := l.pipeline.Boot(ctx, req.VMI, generateDomain(req.VMI, iso), pipeline.Artifacts{CloudInitISO: iso})
+	// pipeline.Boot's two hook points, called one by one for their reports.
+	var domain *libvirtxml.Domain
+	var hooks []cmdsock.Hook
+	err = rec.Do(cmdsock.StepGuestDefinition, func() error {
+		out, r, err := l.pipeline.GuestDefinitionWithReport(ctx, req.VMI, generateDomain(req.VMI, iso), pipeline.Boot)
+		hooks = appendHooks(hooks, r)
+		domain = out
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	dom, err := domainrun.DefineAndStart(ctx, l.conn, domain)
+	err = rec.Do(cmdsock.StepPreBoot, func() error {
+		r, err := l.pipeline.PreBootWithReport(ctx, req.VMI, pipeline.Artifacts{CloudInitISO: iso})
+		hooks = appendHooks(hooks, r)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	_ = dom.Free()
+	err = rec.Do(cmdsock.StepDefineAndStart, func() error {
+		dom, err := domainrun.DefineAndStart(ctx, l.conn, domain)
+		if err == nil {
+			_ = dom.Free()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	l.domain = domainName(req.VMI)
 	l.log.Info("domain defined and started", "domain", l.domain)
-	return l.describe(ctx, req)
+	a, err := l.describe(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	tl := l.timeline
+	tl.Steps, tl.Hooks = rec.Steps, hooks
+	a.Timeline = &tl
+	return a, nil
+}
+
+// appendHooks adds the timings of the hooks of r, which may be nil.
+func appendHooks(hooks []cmdsock.Hook, r *pipeline.Report) []cmdsock.Hook {
+	if r == nil {
+		return hooks
+	}
+	for _, h := range r.Hooks {
+		hooks = append(hooks, cmdsock.Hook{HookPoint: string(r.HookPoint), Plugin: h.Plugin, Kind: string(h.Kind),
+			Outcome: string(h.Outcome), Duration: h.Duration, SocketWait: h.SocketWait})
+	}
+	return hooks
+}
+
+// processStart is when this process started, from /proc/self/stat
+// (start time in clock ticks after boot) and the machine's boot time;
+// now when they cannot be read.
+func processStart() time.Time {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return time.Now()
+	}
+	// The fields after the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(stat), ')')
+	fields := strings.Fields(string(stat)[i+1:])
+	// starttime is field 22 of the line, the 20th after the name.
+	if i < 0 || len(fields) < 20 {
+		return time.Now()
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64)
+	if err != nil {
+		return time.Now()
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return time.Now()
+	}
+	sinceBoot := time.Duration(ts.Nano())
+	const clockTicks = 100 // USER_HZ on Linux
+	return time.Now().Add(-sinceBoot + time.Duration(ticks)*time.Second/clockTicks)
 }
 
 func (l *launcher) prepareTarget(ctx context.Context, req *cmdsock.Request) (*cmdsock.Answer, error) {
