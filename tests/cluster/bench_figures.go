@@ -228,8 +228,8 @@ type denseFigures struct {
 	dispatch map[string][]time.Duration
 	// perVM is each sample sidecar's working set summed over the node's
 	// VMs and divided by their number; anon likewise.
-	perVM, anonPerVM map[string]int64
-	handler          memStat
+	perVM, anonPerVM    map[string]int64
+	handler             memStat
 	domainsOK, guestsOK int
 }
 

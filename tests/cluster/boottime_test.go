@@ -16,7 +16,9 @@ import (
 func goodTimeline() *cmdsock.Timeline {
 	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	step := func(name string, from, to int) cmdsock.Step { return cmdsock.Step{Name: name, Start: at(from), End: at(to)} }
+	step := func(name string, from, to int) cmdsock.Step {
+		return cmdsock.Step{Name: name, Start: at(from), End: at(to)}
+	}
 	return &cmdsock.Timeline{
 		Launcher: &cmdsock.LauncherTimeline{
 			Started: at(0), LibvirtdUp: at(400), Serving: at(401),
