@@ -12,6 +12,7 @@ require (
 	google.golang.org/grpc v1.83.2
 	k8s.io/apimachinery v0.36.3
 	k8s.io/client-go v0.36.3
+	k8s.io/cri-api v0.36.3
 	kubevirt.io/api v1.9.0
 	libvirt.org/go/libvirt v1.12005.0
 	libvirt.org/go/libvirtxml v1.12008.0
@@ -40,7 +41,6 @@ require (
 	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261019180522-ce908d29299b // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261104224025-d1e00e9f33ab // indirect
-	k8s.io/cri-api v0.36.3 // indirect
 )
 
 require (

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 
 	"github.com/go-logr/logr"
-	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"google.golang.org/grpc"
@@ -21,18 +20,18 @@ import (
 // interceptorChain composes, outermost first, metrics (when a registerer is
 // set), call logging and panic recovery, so that a panic is counted and
 // logged as the Internal error it becomes.
-func interceptorChain(name string, o options) (grpc.ServerOption, *grpcprom.ServerMetrics, error) {
+func interceptorChain(name string, o options) (grpc.ServerOption, *serverMetrics, error) {
 	var chain []grpc.UnaryServerInterceptor
-	var metrics *grpcprom.ServerMetrics
+	var metrics *serverMetrics
 	if o.registerer != nil {
-		metrics = grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+		metrics = newServerMetrics()
 		// An identical collector already registered is reused, any other
 		// failure returned (the project's policy, README.md "Metrics").
 		var err error
 		if metrics, err = collectors.Register(o.registerer, metrics); err != nil {
 			return nil, nil, fmt.Errorf("%s: register gRPC server metrics: %w", name, err)
 		}
-		chain = append(chain, metrics.UnaryServerInterceptor())
+		chain = append(chain, metrics.unaryServerInterceptor())
 	}
 	chain = append(chain,
 		logging.UnaryServerInterceptor(logrAdapter(o.logger), logging.WithLogOnEvents(logging.FinishCall)),

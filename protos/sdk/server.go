@@ -121,7 +121,7 @@ func newServer(name, path string, o options, implemented []string, register func
 	g := grpc.NewServer(chain, grpc.MaxRecvMsgSize(MaxMessageSize), grpc.MaxSendMsgSize(MaxMessageSize))
 	register(g)
 	if metrics != nil {
-		metrics.InitializeMetrics(g)
+		metrics.initialize(g)
 	}
 	return &Server{
 		name: name, socket: path, listener: l, socketInfo: fi, grpc: g,

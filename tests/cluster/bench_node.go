@@ -88,7 +88,7 @@ func (b *bench) podTimes(ctx context.Context, pod *corev1.Pod) (*podTimes, error
 		Containers []containerTimes `json:"containers"`
 	}
 	if err := json.Unmarshal([]byte(raw), &t); err != nil {
-		return nil, fmt.Errorf("Pod %s: cri-times: %w", pod.Name, err)
+		return nil, fmt.Errorf("launcher Pod %s: cri-times: %w", pod.Name, err)
 	}
 	byID := map[string]containerTimes{}
 	for _, c := range t.Containers {
@@ -98,7 +98,7 @@ func (b *bench) podTimes(ctx context.Context, pod *corev1.Pod) (*podTimes, error
 	for _, st := range pod.Status.InitContainerStatuses {
 		c, ok := byID[containerID(st)]
 		if !ok {
-			return nil, fmt.Errorf("Pod %s: the runtime has no container %s (%s)", pod.Name, st.Name, containerID(st))
+			return nil, fmt.Errorf("launcher Pod %s: the runtime has no container %s (%s)", pod.Name, st.Name, containerID(st))
 		}
 		pt.Sidecars = append(pt.Sidecars, c)
 	}
@@ -109,7 +109,7 @@ func (b *bench) podTimes(ctx context.Context, pod *corev1.Pod) (*podTimes, error
 		}
 	}
 	if pt.Compute.Started.IsZero() {
-		return nil, fmt.Errorf("Pod %s: no start time of compute from the runtime", pod.Name)
+		return nil, fmt.Errorf("launcher Pod %s: no start time of compute from the runtime", pod.Name)
 	}
 	return pt, nil
 }

@@ -66,7 +66,7 @@ func read(endpoint, podUID string) (*Times, error) {
 		return nil, err
 	}
 	if n := len(sbs.Items); n != 1 {
-		return nil, fmt.Errorf("Pod %s: %d sandboxes, want 1", podUID, n)
+		return nil, fmt.Errorf("the Pod of UID %s has %d sandboxes, want 1", podUID, n)
 	}
 	sb := sbs.Items[0]
 	t := &Times{Sandbox: time.Unix(0, sb.CreatedAt).UTC()}
