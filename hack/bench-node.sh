@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Measures what a VM pays on the node (tests/cluster RunBench, reported in
 # docs/benchmarks.md, "On the kubelet"): on a fresh kind cluster set up as
-# `make demo` sets it up, boot latency itemised for three cases, each
+# `make demo` sets it up, boot latency itemised for four cases, each
 # sidecar's memory in its cgroup, and one worker with ten VMs booted at once.
 # About 15 minutes on a 2-core machine once the images are built. The
 # figures go to bin/node-bench.md as Markdown, the scripts' and kubectl's

@@ -42,8 +42,9 @@ type BenchOptions struct {
 
 // RunBench measures what a VM pays on the node, on a kind cluster set up
 // as the scenario sets it up: boot latency itemised from the container
-// runtime's and the stand-ins' own times for three cases (no launcher
-// plugin, CEL plugins only, the three Go sample sidecars), each sidecar's
+// runtime's and the stand-ins' own times for four cases (no launcher
+// plugin, CEL plugins only, the three Go sample sidecars, the Python
+// sample's sidecar), each sidecar's
 // memory in its container's cgroup, and a worker with Density VMs booted
 // at once. Figures are reported, never asserted; the checks are that each
 // boot ran the hooks its case asks for and that every VM of the full node
@@ -135,6 +136,11 @@ var bootCases = []bootCase{
 		hooks: []hookWant{{"GuestDefinition", "cel-describe", "cel"}, {"GuestDefinition", "cel-tuning", "cel"}}},
 	{name: "the three Go sample sidecars", labels: goSidecarLabels(), sidecars: samples,
 		hooks: []hookWant{{"GuestDefinition", "smbios-watchdog", "sidecar"}, {"PreBoot", "cloudinit-network", "sidecar"}}},
+	// Beside those three: a sidecar whose image
+	// is eight times as large and whose process is an interpreter, to show
+	// what that costs in the kubelet's start and in the socket wait.
+	{name: "the Python sample sidecar", labels: map[string]string{"plugins.example.com/" + pythonSample: "enabled"}, sidecars: []string{pythonSample},
+		hooks: []hookWant{{"GuestDefinition", pythonSample, "sidecar"}}},
 }
 
 // goSidecarLabels are the scenario's VM labels without cel-tuning's.

@@ -2,7 +2,7 @@
 
 // Command node-bench measures what a VM pays on the node, on the kind
 // cluster of the real-cluster scenario (tests/cluster.RunBench): boot
-// latency itemised for three cases, each sidecar's memory in its cgroup,
+// latency itemised for four cases, each sidecar's memory in its cgroup,
 // and one worker with many VMs booted at once. `make bench-node` runs it;
 // docs/benchmarks.md reports its figures.
 //
