@@ -37,9 +37,11 @@ const (
 
 // DefaultGuaranteed is a sidecar's requests (and limits) in a Guaranteed
 // launcher Pod when its description names none: 200m of CPU, as KubeVirt
-// gives its own hook sidecars of dedicated-CPU VMIs, and 64Mi of memory,
-// above the 16 to 23 MiB resident set the Go samples were measured at
-// (idle, and after a conformance run).
+// gives its own hook sidecars of dedicated-CPU VMIs, and 64Mi of memory. In
+// a Guaranteed Pod the request is also the limit, the line past which the
+// kernel kills the sidecar, so it keeps a wide margin over the Go samples'
+// peak in their containers' cgroups on the kubelet (at most 5.1 MiB through
+// a boot and a migration, docs/benchmarks-node.md).
 func DefaultGuaranteed() corev1.ResourceList {
 	return corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("200m"),
@@ -48,13 +50,15 @@ func DefaultGuaranteed() corev1.ResourceList {
 }
 
 // DefaultBurstable is a sidecar's resources in any other launcher Pod
-// when its description names none: requests that cover the Go samples'
-// resident set, and a memory limit with room for a migration's calls.
+// when its description names none: a 16Mi request, about three times the
+// Go samples' measured working set and peak (3 to 5 MiB, of which 2.2 to
+// 3.5 MiB anonymous), which is what the scheduler counts per VM; and a
+// 64Mi limit, with room for a large domain's calls.
 func DefaultBurstable() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("10m"),
-			corev1.ResourceMemory: resource.MustParse("32Mi"),
+			corev1.ResourceMemory: resource.MustParse("16Mi"),
 		},
 		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 	}

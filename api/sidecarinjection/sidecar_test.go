@@ -32,8 +32,8 @@ func TestParseFillsInTheDefaults(t *testing.T) {
 		t.Errorf("guaranteed %v, want 200m and 64Mi", g)
 	}
 	b := s.Resources.Burstable
-	if b.Requests.Cpu().String() != "10m" || b.Requests.Memory().String() != "32Mi" || b.Limits.Memory().String() != "64Mi" {
-		t.Errorf("burstable %v, want 10m/32Mi requested, 64Mi limit", b)
+	if b.Requests.Cpu().String() != "10m" || b.Requests.Memory().String() != "16Mi" || b.Limits.Memory().String() != "64Mi" {
+		t.Errorf("burstable %v, want 10m/16Mi requested, 64Mi limit", b)
 	}
 }
 
