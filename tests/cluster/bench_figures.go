@@ -5,6 +5,7 @@ package cluster
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -224,6 +225,7 @@ type denseFigures struct {
 	boots    []bootSample
 	wall     time.Duration // first create to the last VMI Running
 	cpu      time.Duration // the node's CPU time over that wall time
+	nodeCPU  map[string]time.Duration // every node's
 	machine  time.Duration // the machine's busy CPU time over it
 	dispatch map[string][]time.Duration
 	// perVM is each sample sidecar's working set summed over the node's
@@ -336,6 +338,16 @@ func (f *BenchFigures) write(w io.Writer) {
 		cores := float64(runtime.NumCPU())
 		fmt.Fprintf(w, "- every VMI Running %s after the first create; meanwhile the node used %.1f CPU-seconds (%.0f%% of the machine's %.0f cores) and the whole machine was busy %.0f%%\n",
 			d.wall.Round(100*time.Millisecond), d.cpu.Seconds(), 100*d.cpu.Seconds()/(cores*d.wall.Seconds()), cores, 100*d.machine.Seconds()/(cores*d.wall.Seconds()))
+		var nodes []string
+		var rest time.Duration
+		for _, n := range slices.Sorted(maps.Keys(d.nodeCPU)) {
+			nodes = append(nodes, fmt.Sprintf("%s %.1f", n, d.nodeCPU[n].Seconds()))
+			rest += d.nodeCPU[n]
+		}
+		if len(nodes) > 0 {
+			fmt.Fprintf(w, "- CPU-seconds in that time by node: %s; the rest of the machine (Docker, the benchmark, anything else) %.1f\n",
+				strings.Join(nodes, ", "), (d.machine - rest).Seconds())
+		}
 		fmt.Fprintf(w, "- domains with every change: %d of %d; guests that saw every change: %d of %d\n", d.domainsOK, d.n, d.guestsOK, d.n)
 		var points []string
 		for p := range d.dispatch {

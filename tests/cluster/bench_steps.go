@@ -163,6 +163,19 @@ func parseDispatches(log, prefix string) map[string][]time.Duration {
 	return out
 }
 
+// nodesCPU reads the CPU time of every node.
+func (b *bench) nodesCPU(ctx context.Context, nodes *corev1.NodeList) (map[string]time.Duration, error) {
+	out := map[string]time.Duration{}
+	for _, n := range nodes.Items {
+		c, err := b.nodeCPU(ctx, n.Name)
+		if err != nil {
+			return nil, err
+		}
+		out[n.Name] = c
+	}
+	return out, nil
+}
+
 // handlerPod is the virt-handler stand-in's Pod on node.
 func (b *bench) handlerPod(ctx context.Context, node string) (*corev1.Pod, error) {
 	var pods corev1.PodList
@@ -189,7 +202,11 @@ func (b *bench) density(ctx context.Context) error {
 		labels[i] = templateLabels()
 	}
 	prefix := fmt.Sprintf("bench-dense-%d", time.Now().Unix()%100000)
-	cpu0, err := b.nodeCPU(ctx, node)
+	var nodeList corev1.NodeList
+	if err := b.c.List(ctx, &nodeList); err != nil {
+		return err
+	}
+	cpu0, err := b.nodesCPU(ctx, &nodeList)
 	if err != nil {
 		return err
 	}
@@ -204,14 +221,19 @@ func (b *bench) density(ctx context.Context) error {
 	}
 	err = b.waitRunning(ctx, vmis, 15*time.Minute)
 	wall := time.Since(start)
-	cpu1, cerr := b.nodeCPU(ctx, node)
+	cpu1, cerr := b.nodesCPU(ctx, &nodeList)
 	busy1, berr := machineBusy()
 	cerr = errors.Join(cerr, berr)
 	if !b.Check(fmt.Sprintf("all %d VMIs Running", n), err == nil && cerr == nil, "after %s%s", wall.Round(time.Second), errSuffix(err)) {
 		b.dumpPods(ctx, vmNamespace)
 		return errCheckFailed
 	}
-	d.wall, d.cpu, d.machine = wall, cpu1-cpu0, busy1-busy0
+	d.wall, d.machine = wall, busy1-busy0
+	d.nodeCPU = map[string]time.Duration{}
+	for n, c := range cpu1 {
+		d.nodeCPU[n] = c - cpu0[n]
+	}
+	d.cpu = d.nodeCPU[node]
 	var bad []string
 	for i, vmi := range vmis {
 		bs, err := b.sample(ctx, "dense", vmi, pods[i], created[i])
