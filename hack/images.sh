@@ -76,6 +76,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/kvp-images.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
+# Build flags. grpcnotrace leaves golang.org/x/net/trace (and the
+# html/template it imports) out of gRPC: its tracing runs only when
+# grpc.EnableTracing is set, which no component does. -s -w drop the symbol
+# table and DWARF. The Go samples are also built without inlining outside
+# the standard library (-gcflags=all=-l, then std= restores the default
+# flags for the standard library), which keeps each one under 16 MB; their
+# Dockerfiles and sample-sidecars/README.md give the same flags. The
+# controllers keep the default inlining.
+go_flags=(-trimpath -tags grpcnotrace '-ldflags=-s -w')
+sample_flags=(-gcflags=all=-l -gcflags=std=)
+
 hash_label=io.kubevirt-plugins.inputs
 rows=()
 while read -r name module pkg dockerfile; do
@@ -83,7 +94,9 @@ while read -r name module pkg dockerfile; do
   ctx="${work}/${name}"
   mkdir -p "${ctx}/bin"
   log "building ${name} (${module}/${pkg#./})"
-  (cd "$module" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "${ctx}/bin/${name}" "$pkg")
+  flags=("${go_flags[@]}")
+  if [ "$module" = sample-sidecars ]; then flags+=("${sample_flags[@]}"); fi
+  (cd "$module" && CGO_ENABLED=0 go build "${flags[@]}" -o "${ctx}/bin/${name}" "$pkg")
   if [ "$dockerfile" = "-" ]; then
     cat >"${ctx}/Dockerfile" <<EOF
 FROM scratch
