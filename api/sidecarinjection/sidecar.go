@@ -40,7 +40,7 @@ const (
 // gives its own hook sidecars of dedicated-CPU VMIs, and 64Mi of memory. In
 // a Guaranteed Pod the request is also the limit, the line past which the
 // kernel kills the sidecar, so it keeps a wide margin over the Go samples'
-// peak in their containers' cgroups on the kubelet (at most 5.1 MiB through
+// peak in their containers' cgroups on the kubelet (at most 4.4 MiB through
 // a boot and a migration, docs/benchmarks-node.md).
 func DefaultGuaranteed() corev1.ResourceList {
 	return corev1.ResourceList{
@@ -50,10 +50,11 @@ func DefaultGuaranteed() corev1.ResourceList {
 }
 
 // DefaultBurstable is a sidecar's resources in any other launcher Pod
-// when its description names none: a 16Mi request, about three times the
-// Go samples' measured working set and peak (3 to 5 MiB, of which 2.2 to
-// 3.5 MiB anonymous), which is what the scheduler counts per VM; and a
-// 64Mi limit, with room for a large domain's calls.
+// when its description names none: a 16Mi request, about four times the
+// Go samples' working set measured on the kubelet (2.2 to 3.6 MiB, of
+// which 1.8 to 3.2 MiB anonymous, peak 4.4 MiB), which is what the
+// scheduler counts per VM; and a 64Mi limit, with room for a large
+// domain's calls.
 func DefaultBurstable() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{

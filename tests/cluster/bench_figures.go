@@ -53,7 +53,7 @@ func (s bootSample) items() []item {
 	before := s.Pod.Sandbox
 	if n := len(s.Pod.Sidecars); n > 0 {
 		add("sandbox to first sidecar created", whoKubelet, before, s.Pod.Sidecars[0].Created)
-		add(fmt.Sprintf("%d sidecars started, one after another", n), whoSidecars, s.Pod.Sidecars[0].Created, s.Pod.Sidecars[n-1].Started)
+		add("sidecars started, one after another", whoSidecars, s.Pod.Sidecars[0].Created, s.Pod.Sidecars[n-1].Started)
 		before = s.Pod.Sidecars[n-1].Started
 	}
 	add("to compute started", whoKubelet, before, s.Pod.Compute.Started)

@@ -158,7 +158,7 @@ func TestFiguresAreWrittenAsTables(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		"| part | whose | no launcher plugin | CEL plugins only | the three Go sample sidecars |",
-		"| 2 sidecars started, one after another | kubelet, sidecar containers | 110 (110–110) |",
+		"| sidecars started, one after another | kubelet, sidecar containers | 110 (110–110) |",
 		"| **total** | | 1500 (1500–1500) |",
 		"| **framework's share** | | 33.0 (33.0–33.0) |",
 		"| idle after boot | smbios-watchdog | 9.0 | 9.0 | 6.0 |",
