@@ -223,10 +223,10 @@ type denseFigures struct {
 	n        int
 	node     string
 	boots    []bootSample
-	wall     time.Duration // first create to the last VMI Running
-	cpu      time.Duration // the node's CPU time over that wall time
+	wall     time.Duration            // first create to the last VMI Running
+	cpu      time.Duration            // the node's CPU time over that wall time
 	nodeCPU  map[string]time.Duration // every node's
-	machine  time.Duration // the machine's busy CPU time over it
+	machine  time.Duration            // the machine's busy CPU time over it
 	dispatch map[string][]time.Duration
 	// perVM is each sample sidecar's working set summed over the node's
 	// VMs and divided by their number; anon likewise.

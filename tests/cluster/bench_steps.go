@@ -62,20 +62,6 @@ func (b *bench) readSidecarMemory(ctx context.Context, pod *corev1.Pod, when str
 	return out, nil
 }
 
-// waitContainers waits until the kubelet runs every container of pod.
-func (b *bench) waitContainers(ctx context.Context, pod *corev1.Pod) error {
-	return poll(ctx, "Pod "+pod.Name+" to run every container", 4*time.Minute, func() (bool, string, error) {
-		if err := b.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return false, "", err
-		}
-		started := pod.Status.Phase == corev1.PodRunning
-		for _, st := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
-			started = started && st.Started != nil && *st.Started
-		}
-		return started, containerStates(pod), nil
-	})
-}
-
 // memory boots one VM with every sample's sidecar, the Python sample's
 // too, reads each sidecar's memory once it has been idle after the boot,
 // migrates the VM to the other worker and reads the target Pod's sidecars

@@ -57,7 +57,18 @@ func (s *scenario) createLauncherPod(ctx context.Context, vmi *kubevirtv1.Virtua
 	}
 	s.Check("Pod "+pod.Name+": "+s.injection.injector()+" added "+strings.Join(samples, ", ")+" as native sidecars (restartable init containers)",
 		slices.Equal(native, samples) && slices.Equal(plain, []string{"compute"}), "init containers %v, containers %v", native, plain)
-	err := poll(ctx, "Pod "+pod.Name+" to run every container", 4*time.Minute, func() (bool, string, error) {
+	err := s.waitContainers(ctx, pod)
+	if !s.Check("the kubelet on "+node+" runs the Pod: "+containerStates(pod), err == nil && pod.Spec.NodeName == node, "%s", errText(err)) {
+		s.dumpPods(ctx, pod.Namespace)
+		return nil, errCheckFailed
+	}
+	return pod, nil
+}
+
+// waitContainers waits until the kubelet runs every container of pod; a
+// Pod that ended will not.
+func (s *scenario) waitContainers(ctx context.Context, pod *corev1.Pod) error {
+	return poll(ctx, "Pod "+pod.Name+" to run every container", 4*time.Minute, func() (bool, string, error) {
 		if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return false, "", err
 		}
@@ -70,11 +81,6 @@ func (s *scenario) createLauncherPod(ctx context.Context, vmi *kubevirtv1.Virtua
 		}
 		return started, containerStates(pod), nil
 	})
-	if !s.Check("the kubelet on "+node+" runs the Pod: "+containerStates(pod), err == nil && pod.Spec.NodeName == node, "%s", errText(err)) {
-		s.dumpPods(ctx, pod.Namespace)
-		return nil, errCheckFailed
-	}
-	return pod, nil
 }
 
 // schedule does virt-controller's part of a start: the VMI is Scheduled on
