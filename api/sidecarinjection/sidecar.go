@@ -51,7 +51,7 @@ func DefaultGuaranteed() corev1.ResourceList {
 
 // DefaultBurstable is a sidecar's resources in any other launcher Pod
 // when its description names none: a 16Mi request, about four times the
-// Go samples' working set measured on the kubelet (2.2 to 3.6 MiB, of
+// Go samples' working set measured on the kubelet (2.2 to 3.7 MiB, of
 // which 1.8 to 3.2 MiB anonymous, peak 4.4 MiB), which is what the
 // scheduler counts per VM; and a 64Mi limit, with room for a large
 // domain's calls.

@@ -76,7 +76,7 @@ func RunBench(ctx context.Context, opts BenchOptions) (*transcript.Result, *Benc
 	steps = append(steps, transcript.Step{Title: "Benchmark setup: a second CEL plugin, the Python sample, the handler looking every 100 ms", Run: b.setup})
 	steps = append(steps, transcript.Step{Title: fmt.Sprintf("Boot latency: %d rounds of one boot of each case, one after another on the first worker", opts.Boots), Run: b.boots})
 	steps = append(steps,
-		transcript.Step{Title: "Sidecar memory in each container's cgroup: idle after boot, and on the target after a migration", Run: b.memory},
+		transcript.Step{Title: "Sidecar memory in each container's cgroup: idle after boot, on the source after a migration's calls, and on the target", Run: b.memory},
 		transcript.Step{Title: fmt.Sprintf("A node full of VMs: %d launcher Pods with every sample's sidecar booted at once on one worker", opts.Density), Run: b.density},
 	)
 	res := r.Run(ctx, steps)

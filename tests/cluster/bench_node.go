@@ -119,6 +119,8 @@ func (b *bench) podTimes(ctx context.Context, pod *corev1.Pod) (*podTimes, error
 type memStat struct {
 	Current, Peak                        int64
 	Anon, File, ActiveFile, InactiveFile int64
+	// Gone is set when the container's cgroup is no more (it ended).
+	Gone bool
 }
 
 // WorkingSet is the kubelet's working set: usage less the inactive file
@@ -132,6 +134,16 @@ func (m memStat) WorkingSet() int64 { return max(m.Current-m.InactiveFile, 0) }
 // and file). The script prints, per container, a header line, the version,
 // the usage, the peak (-1 where the kernel has none) and memory.stat.
 func (b *bench) cgroupMemory(ctx context.Context, node string, ids []string) (map[string]memStat, error) {
+	return b.readCgroups(ctx, node, ids, false)
+}
+
+// cgroupMemoryOrGone is cgroupMemory where a container whose cgroup is
+// gone (it ended) is read as Gone instead of failing the read.
+func (b *bench) cgroupMemoryOrGone(ctx context.Context, node string, ids []string) (map[string]memStat, error) {
+	return b.readCgroups(ctx, node, ids, true)
+}
+
+func (b *bench) readCgroups(ctx context.Context, node string, ids []string, goneOK bool) (map[string]memStat, error) {
 	script := `if [ -d /sys/fs/cgroup/memory ]; then
   v=1 base=/sys/fs/cgroup/memory cur=memory.usage_in_bytes peak=memory.max_usage_in_bytes
 else
@@ -139,14 +151,21 @@ else
 fi
 for id in "$@"; do
   d=$(find "$base" -type d -name "*${id}*" -print -quit)
-  [ -n "$d" ] || { echo "no cgroup for $id under $base" >&2; exit 1; }
+  if [ -z "$d" ]; then
+    [ -n "$KVP_GONE_OK" ] || { echo "no cgroup for $id under $base" >&2; exit 1; }
+    echo "== $id"; echo "gone 1"; continue
+  fi
   echo "== $id"
   echo "version $v"
   echo "current $(cat "$d/$cur")"
   echo "peak $(cat "$d/$peak" 2>/dev/null || echo -1)"
   cat "$d/memory.stat"
 done`
-	out, err := b.onNode(ctx, node, append([]string{"sh", "-c", script, "sh"}, ids...)...)
+	env := "KVP_GONE_OK="
+	if goneOK {
+		env += "1"
+	}
+	out, err := b.onNode(ctx, node, append([]string{"env", env, "sh", "-c", script, "sh"}, ids...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +197,8 @@ func parseCgroupMemory(out string) (map[string]memStat, error) {
 		switch key := f[0]; {
 		case key == "version":
 			v1 = v == 1
+		case key == "gone":
+			m.Gone = v == 1
 		case key == "current":
 			m.Current = v
 		case key == "peak":

@@ -98,6 +98,11 @@ func (b *bench) memory(ctx context.Context) error {
 	if err := b.waitContainers(ctx, target); err != nil {
 		return err
 	}
+	if err := b.c.Get(ctx, client.ObjectKeyFromObject(source), source); err != nil {
+		return err
+	}
+	sourceDone := make(chan []memReading, 1)
+	go func() { sourceDone <- b.watchSourceSidecars(ctx, source) }()
 	err = b.patchVMIStatus(ctx, vmi, func(v *kubevirtv1.VirtualMachineInstance) {
 		v.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{
 			MigrationUID: "bench-migration", SourceNode: b.workers[0], TargetNode: b.workers[1], TargetPod: target.Name,
@@ -114,20 +119,67 @@ func (b *bench) memory(ctx context.Context) error {
 	if !b.Check("the VM migrated to "+b.workers[1], ok, "%s", errText(err)) {
 		return errCheckFailed
 	}
+	sourceAfter := <-sourceDone
 	time.Sleep(idleSettle)
 	after, err := b.readSidecarMemory(ctx, target, "on the target, after the migration")
 	if err != nil {
 		return err
 	}
 	b.figures.Memory = append(b.figures.Memory, idle...)
+	b.figures.Memory = append(b.figures.Memory, sourceAfter...)
 	b.figures.Memory = append(b.figures.Memory, after...)
-	for _, m := range append(idle, after...) {
+	b.Check("each source sidecar's memory read after its launcher left (PreMigrationSource and the migration done), before it ended",
+		len(sourceAfter) == 4, "%d of 4 read in that window", len(sourceAfter))
+	for _, m := range slices.Concat(idle, sourceAfter, after) {
 		b.Show(fmt.Sprintf("%s, %s: working set %s MiB (kubelet: %s MiB), anon %s MiB, file %s MiB, peak %s MiB", m.when, m.sidecar,
 			mib(m.mem.WorkingSet()), mib(m.kubelet), mib(m.mem.Anon), mib(m.mem.File), mib(m.mem.Peak)))
 	}
 	b.Check("every sidecar's memory read in the source Pod and in the target Pod", len(idle) == 4 && len(after) == 4,
 		"%d and %d readings", len(idle), len(after))
 	return b.stopVMs(ctx, vmis, []*corev1.Pod{source, target})
+}
+
+// watchSourceSidecars reads the cgroups of the migration source Pod's
+// sidecars and compute over and over, from before the migration until the
+// sidecars have ended. compute's cgroup goes when the launcher exits,
+// which it does once PreMigrationSource has run and the domain has left;
+// the kubelet stops the sidecars after that. Each sidecar's last reading
+// taken after compute was gone is returned: its memory after the calls of
+// a boot and of a migration.
+func (b *bench) watchSourceSidecars(ctx context.Context, source *corev1.Pod) []memReading {
+	ids := sidecarIDs(source)
+	var compute string
+	for _, st := range source.Status.ContainerStatuses {
+		if st.Name == "compute" {
+			compute = containerID(st)
+		}
+	}
+	all := append(slices.Collect(maps.Values(ids)), compute)
+	last := map[string]memStat{}
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		stats, err := b.cgroupMemoryOrGone(ctx, source.Spec.NodeName, all)
+		if err == nil && stats[compute].Gone {
+			alive := 0
+			for _, id := range ids {
+				if m := stats[id]; !m.Gone {
+					last[id] = m
+					alive++
+				}
+			}
+			if alive == 0 {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var out []memReading
+	for _, name := range slices.Sorted(maps.Keys(ids)) {
+		if m, ok := last[ids[name]]; ok {
+			out = append(out, memReading{when: "on the source, after PreMigrationSource and the migration", sidecar: name, mem: m, kubelet: -1})
+		}
+	}
+	return out
 }
 
 // dispatchLine is the handler's log line of one node hook dispatch.

@@ -96,6 +96,8 @@ anon 6000000
 file 2500000
 active_file 2000000
 inactive_file 500000
+== ccc
+gone 1
 `
 	got, err := parseCgroupMemory(out)
 	if err != nil {
@@ -107,6 +109,9 @@ inactive_file 500000
 	}
 	if b.Anon != 6000000 || b.File != 2500000 || b.WorkingSet() != 8500000 || b.Peak != -1 {
 		t.Errorf("v2: got %+v", b)
+	}
+	if c, ok := got["ccc"]; !ok || !c.Gone || b.Gone {
+		t.Errorf("a container that ended: got %+v (and %+v for one that runs)", c, b)
 	}
 	if _, err := parseCgroupMemory("current x\n"); err == nil {
 		t.Error("nothing read: want an error")
