@@ -27,7 +27,7 @@ type Timeline struct {
 // LauncherTimeline is the launcher process's part of a boot.
 type LauncherTimeline struct {
 	// Started is when the process started; LibvirtdUp when libvirtd first
-	// answered; Serving when the command socket was listening.
+	// answered; Serving just before the command socket was made.
 	Started    time.Time `json:"started"`
 	LibvirtdUp time.Time `json:"libvirtdUp"`
 	Serving    time.Time `json:"serving"`

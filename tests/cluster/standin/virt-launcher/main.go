@@ -115,6 +115,9 @@ func run(log logr.Logger, socketDir string) error {
 	}
 	path := filepath.Join(socketDir, cmdsock.SocketName)
 	_ = os.Remove(path)
+	// Taken before the socket exists, so that no handler can find the
+	// socket before this time.
+	l.timeline.Serving = time.Now()
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return err
@@ -126,7 +129,6 @@ func run(log logr.Logger, socketDir string) error {
 	mux.HandleFunc(cmdsock.PathStop, l.command(l.stop))
 	mux.HandleFunc(cmdsock.PathDomain, l.command(l.describe))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	l.timeline.Serving = time.Now()
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("serving the command socket", "socket", path, "sinceStart", l.timeline.Serving.Sub(started),
 		"libvirtdStart", libvirtdUp.Sub(started))
