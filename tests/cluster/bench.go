@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,8 +56,8 @@ func RunBench(ctx context.Context, opts BenchOptions) (*transcript.Result, *Benc
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	opts.Boots = cmp(opts.Boots, 10)
-	opts.Density = cmp(opts.Density, 10)
+	opts.Boots = orDefault(opts.Boots, 10)
+	opts.Density = orDefault(opts.Density, 10)
 	r := transcript.New(opts.Out)
 	r.StepTimeout = 30 * time.Minute
 	root, err := repo.Root()
@@ -86,7 +85,8 @@ func RunBench(ctx context.Context, opts BenchOptions) (*transcript.Result, *Benc
 	return res, b.figures
 }
 
-func cmp(v, def int) int {
+// orDefault is v, or def when v is not positive.
+func orDefault(v, def int) int {
 	if v <= 0 {
 		return def
 	}
@@ -252,12 +252,7 @@ func (b *bench) bootVMs(ctx context.Context, prefix, node string, labels []map[s
 	// virt-controller's part: each VMI Scheduled on node, its launcher Pod
 	// active there (the handler waits for the Pod to run).
 	for i, vmi := range vmis {
-		err := b.patchVMIStatus(ctx, vmi, func(v *kubevirtv1.VirtualMachineInstance) {
-			v.Status.NodeName = node
-			v.Status.Phase = kubevirtv1.Scheduled
-			v.Status.ActivePods = map[types.UID]string{pods[i].UID: node}
-		})
-		if err != nil {
+		if err := b.scheduleOn(ctx, vmi, pods[i], node); err != nil {
 			return nil, nil, nil, err
 		}
 	}

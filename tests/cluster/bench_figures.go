@@ -224,8 +224,7 @@ type denseFigures struct {
 	node     string
 	boots    []bootSample
 	wall     time.Duration            // first create to the last VMI Running
-	cpu      time.Duration            // the node's CPU time over that wall time
-	nodeCPU  map[string]time.Duration // every node's
+	nodeCPU  map[string]time.Duration // every node's CPU time over that wall time
 	machine  time.Duration            // the machine's busy CPU time over it
 	dispatch map[string][]time.Duration
 	// perVM is each sample sidecar's working set summed over the node's
@@ -304,12 +303,7 @@ func (f *BenchFigures) write(w io.Writer) {
 		}
 		fmt.Fprint(w, "\n| sidecar container | created to started |\n|---|---|\n")
 		for _, c := range cases {
-			names := make([]string, 0, len(sums[c].sidecarStart))
-			for n := range sums[c].sidecarStart {
-				names = append(names, n)
-			}
-			slices.Sort(names)
-			for _, n := range names {
+			for _, n := range slices.Sorted(maps.Keys(sums[c].sidecarStart)) {
 				fmt.Fprintf(w, "| %s | %s |\n", n, sums[c].sidecarStart[n])
 			}
 		}
@@ -337,7 +331,7 @@ func (f *BenchFigures) write(w io.Writer) {
 			msShort(sum.total.median), msShort(sum.total.p95), msShort(sum.total.min), msShort(sum.total.max), msShort(sum.framework.median), msShort(sum.framework.p95))
 		cores := float64(runtime.NumCPU())
 		fmt.Fprintf(w, "- every VMI Running %s after the first create; meanwhile the node used %.1f CPU-seconds (%.0f%% of the machine's %.0f cores) and the whole machine was busy %.0f%%\n",
-			d.wall.Round(100*time.Millisecond), d.cpu.Seconds(), 100*d.cpu.Seconds()/(cores*d.wall.Seconds()), cores, 100*d.machine.Seconds()/(cores*d.wall.Seconds()))
+			d.wall.Round(100*time.Millisecond), d.nodeCPU[d.node].Seconds(), 100*d.nodeCPU[d.node].Seconds()/(cores*d.wall.Seconds()), cores, 100*d.machine.Seconds()/(cores*d.wall.Seconds()))
 		var nodes []string
 		var rest time.Duration
 		for _, n := range slices.Sorted(maps.Keys(d.nodeCPU)) {
@@ -349,21 +343,11 @@ func (f *BenchFigures) write(w io.Writer) {
 				strings.Join(nodes, ", "), (d.machine - rest).Seconds())
 		}
 		fmt.Fprintf(w, "- domains with every change: %d of %d; guests that saw every change: %d of %d\n", d.domainsOK, d.n, d.guestsOK, d.n)
-		var points []string
-		for p := range d.dispatch {
-			points = append(points, p)
-		}
-		slices.Sort(points)
-		for _, p := range points {
+		for _, p := range slices.Sorted(maps.Keys(d.dispatch)) {
 			st := durStats(d.dispatch[p])
 			fmt.Fprintf(w, "- handler node hook dispatch %s: %d calls, p50 %s ms, p99 %s ms, max %s ms\n", p, st.n, msShort(st.median), msShort(st.p99), msShort(st.max))
 		}
-		names := make([]string, 0, len(d.perVM))
-		for n := range d.perVM {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(d.perVM)) {
 			fmt.Fprintf(w, "- %s: %s MiB working set per VM, %s MiB anon per VM\n", n, mib(d.perVM[n]), mib(d.anonPerVM[n]))
 		}
 		fmt.Fprintf(w, "- handler: working set %s MiB, anon %s MiB, peak %s MiB\n", mib(d.handler.WorkingSet()), mib(d.handler.Anon), mib(d.handler.Peak))

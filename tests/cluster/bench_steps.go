@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubevirt-plugins/framework/tests/framework/guest"
@@ -103,18 +102,10 @@ func (b *bench) memory(ctx context.Context) error {
 	}
 	sourceDone := make(chan []memReading, 1)
 	go func() { sourceDone <- b.watchSourceSidecars(ctx, source) }()
-	err = b.patchVMIStatus(ctx, vmi, func(v *kubevirtv1.VirtualMachineInstance) {
-		v.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{
-			MigrationUID: "bench-migration", SourceNode: b.workers[0], TargetNode: b.workers[1], TargetPod: target.Name,
-		}
-	})
-	if err != nil {
+	if err := b.startMigration(ctx, vmi, "bench-migration", b.workers[0], target); err != nil {
 		return err
 	}
-	err = b.waitVMI(ctx, vmi, "the migration to complete", func(v *kubevirtv1.VirtualMachineInstance) bool {
-		ms := v.Status.MigrationState
-		return ms != nil && (ms.Completed || ms.Failed)
-	})
+	err = b.waitMigration(ctx, vmi)
 	ok := err == nil && vmi.Status.MigrationState.Completed && !vmi.Status.MigrationState.Failed
 	if !b.Check("the VM migrated to "+b.workers[1], ok, "%s", errText(err)) {
 		return errCheckFailed
@@ -271,7 +262,6 @@ func (b *bench) density(ctx context.Context) error {
 	for n, c := range cpu1 {
 		d.nodeCPU[n] = c - cpu0[n]
 	}
-	d.cpu = d.nodeCPU[node]
 	var bad []string
 	for i, vmi := range vmis {
 		bs, err := b.sample(ctx, "dense", vmi, pods[i], created[i])
@@ -368,7 +358,7 @@ func (b *bench) density(ctx context.Context) error {
 		calls == 4*n, "%d dispatches of %d VMs", calls, n)
 	sum := summarize(d.boots)
 	b.Show(fmt.Sprintf("per-VM boot p50 %s, p95 %s; in the %s until all ran, the node used %.1f CPU-seconds and the machine was busy %.1f of the %.1f its %d cores had",
-		ms(sum.total.median), ms(sum.total.p95), wall.Round(time.Second), d.cpu.Seconds(), d.machine.Seconds(), float64(runtime.NumCPU())*wall.Seconds(), runtime.NumCPU()))
+		ms(sum.total.median), ms(sum.total.p95), wall.Round(time.Second), d.nodeCPU[node].Seconds(), d.machine.Seconds(), float64(runtime.NumCPU())*wall.Seconds(), runtime.NumCPU()))
 	return nil
 }
 

@@ -155,7 +155,7 @@ func TestFiguresAreWrittenAsTables(t *testing.T) {
 		f.Boots[c.name] = []bootSample{sampleBoot(), sampleBoot()}
 	}
 	f.Memory = []memReading{{when: "idle after boot", sidecar: "smbios-watchdog", mem: memStat{Current: 10 << 20, InactiveFile: 1 << 20, Anon: 6 << 20, Peak: -1}, kubelet: 9 << 20}}
-	f.Dense = &denseFigures{n: 2, node: "w", boots: []bootSample{sampleBoot(), sampleBoot()}, wall: 10 * time.Second, cpu: 5 * time.Second,
+	f.Dense = &denseFigures{n: 2, node: "w", boots: []bootSample{sampleBoot(), sampleBoot()}, wall: 10 * time.Second, nodeCPU: map[string]time.Duration{"w": 5 * time.Second},
 		machine: 8 * time.Second, dispatch: map[string][]time.Duration{"PreVMStart": {time.Millisecond, 3 * time.Millisecond}},
 		perVM: map[string]int64{"smbios-watchdog": 8 << 20}, anonPerVM: map[string]int64{"smbios-watchdog": 5 << 20}, domainsOK: 2, guestsOK: 2}
 	var buf bytes.Buffer

@@ -238,7 +238,7 @@ func (s *scenario) killSidecar(ctx context.Context) error {
 	var id string
 	for _, st := range pod.Status.InitContainerStatuses {
 		if st.Name == "smbios-watchdog" {
-			id = strings.TrimPrefix(st.ContainerID, "containerd://")
+			id = containerID(st)
 		}
 	}
 	if id == "" {

@@ -86,10 +86,16 @@ func (s *scenario) waitContainers(ctx context.Context, pod *corev1.Pod) error {
 // schedule does virt-controller's part of a start: the VMI is Scheduled on
 // the node of its launcher Pod.
 func (s *scenario) schedule(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod) error {
+	return s.scheduleOn(ctx, vmi, pod, pod.Spec.NodeName)
+}
+
+// scheduleOn is schedule for a launcher Pod the scheduler has not bound
+// yet, bound to node by its node selector.
+func (s *scenario) scheduleOn(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, pod *corev1.Pod, node string) error {
 	return s.patchVMIStatus(ctx, vmi, func(v *kubevirtv1.VirtualMachineInstance) {
-		v.Status.NodeName = pod.Spec.NodeName
+		v.Status.NodeName = node
 		v.Status.Phase = kubevirtv1.Scheduled
-		v.Status.ActivePods = map[types.UID]string{pod.UID: pod.Spec.NodeName}
+		v.Status.ActivePods = map[types.UID]string{pod.UID: node}
 	})
 }
 
@@ -312,20 +318,12 @@ func (s *scenario) migrate(ctx context.Context) error {
 		"%d ticks%s", len(before.Ticks), errSuffix(err)) {
 		return errCheckFailed
 	}
-	err = s.patchVMIStatus(ctx, v.vmi, func(vmi *kubevirtv1.VirtualMachineInstance) {
-		vmi.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{
-			MigrationUID: "migration-1", SourceNode: s.workers[0], TargetNode: s.workers[1], TargetPod: target.Name,
-		}
-	})
-	if err != nil {
+	if err := s.startMigration(ctx, v.vmi, "migration-1", s.workers[0], target); err != nil {
 		return err
 	}
 	s.Show("migration state set on the VMI as virt-controller would: " + s.workers[0] + " -> " + s.workers[1] + " (Pod " + target.Name + ")")
 	start := time.Now()
-	err = s.waitVMI(ctx, v.vmi, "the migration to complete", func(vmi *kubevirtv1.VirtualMachineInstance) bool {
-		ms := vmi.Status.MigrationState
-		return ms != nil && (ms.Completed || ms.Failed)
-	})
+	err = s.waitMigration(ctx, v.vmi)
 	ms := v.vmi.Status.MigrationState
 	if !s.Check("the handlers prepared the target and the source launcher migrated the VM", err == nil && ms != nil && ms.Completed && !ms.Failed,
 		"after %s%s", time.Since(start).Round(100*time.Millisecond), errSuffix(err)) {
@@ -349,6 +347,25 @@ func (s *scenario) migrate(ctx context.Context) error {
 	err = s.waitCompleted(ctx, v.source)
 	s.Check("the source Pod reached Succeeded with every container terminated", err == nil, "%s%s", containerStates(v.source), errSuffix(err))
 	return nil
+}
+
+// startMigration does virt-controller's part of a migration: the VMI's
+// migration state names the source node and the target Pod, already
+// running on its node.
+func (s *scenario) startMigration(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, uid, source string, target *corev1.Pod) error {
+	return s.patchVMIStatus(ctx, vmi, func(v *kubevirtv1.VirtualMachineInstance) {
+		v.Status.MigrationState = &kubevirtv1.VirtualMachineInstanceMigrationState{
+			MigrationUID: types.UID(uid), SourceNode: source, TargetNode: target.Spec.NodeName, TargetPod: target.Name,
+		}
+	})
+}
+
+// waitMigration waits until the VMI's migration completed or failed.
+func (s *scenario) waitMigration(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+	return s.waitVMI(ctx, vmi, "the migration to complete", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		ms := v.Status.MigrationState
+		return ms != nil && (ms.Completed || ms.Failed)
+	})
 }
 
 func hasFlag(hex string, bit uint64) bool {

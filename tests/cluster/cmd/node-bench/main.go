@@ -22,7 +22,7 @@ import (
 )
 
 func main() {
-	boots := flag.Int("boots", 10, "boots of each case, one after another")
+	boots := flag.Int("boots", 10, "boots of each case, the cases in turn")
 	density := flag.Int("density", 10, "VMs booted at once on one worker")
 	reportPath := flag.String("report", "", "also write the figures, as Markdown, to this file")
 	logPath := flag.String("log", "", "write the scripts', kubectl's and the components' output to this file")
@@ -31,11 +31,7 @@ func main() {
 	flag.Parse()
 	logw := io.Discard
 	if *logPath != "" {
-		f, err := os.Create(*logPath)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
+		f := create(*logPath)
 		defer f.Close()
 		logw = f
 	}
@@ -43,11 +39,7 @@ func main() {
 	defer stop()
 	report := io.Writer(os.Stdout)
 	if *reportPath != "" {
-		f, err := os.Create(*reportPath)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
+		f := create(*reportPath)
 		defer f.Close()
 		report = io.MultiWriter(os.Stdout, f)
 	}
@@ -56,4 +48,14 @@ func main() {
 	if !res.Passed() {
 		os.Exit(1)
 	}
+}
+
+// create creates the file at path, or exits 2 saying why it cannot.
+func create(path string) *os.File {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	return f
 }

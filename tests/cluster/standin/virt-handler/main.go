@@ -328,6 +328,11 @@ func (h *handler) annotateTimeline(ctx context.Context, vmi *kubevirtv1.VirtualM
 	if err != nil {
 		return err
 	}
+	return h.annotate(ctx, vmi, cmdsock.TimelineAnnotation, string(data))
+}
+
+// annotate sets one annotation on the VMI as it is now.
+func (h *handler) annotate(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, key, value string) error {
 	fresh := &kubevirtv1.VirtualMachineInstance{}
 	if err := h.c.Get(ctx, client.ObjectKeyFromObject(vmi), fresh); err != nil {
 		return err
@@ -336,7 +341,7 @@ func (h *handler) annotateTimeline(ctx context.Context, vmi *kubevirtv1.VirtualM
 	if fresh.Annotations == nil {
 		fresh.Annotations = map[string]string{}
 	}
-	fresh.Annotations[cmdsock.TimelineAnnotation] = string(data)
+	fresh.Annotations[key] = value
 	return h.c.Patch(ctx, fresh, patch)
 }
 
@@ -378,16 +383,7 @@ func (h *handler) migrate(ctx context.Context, vmi *kubevirtv1.VirtualMachineIns
 		return err
 	}
 	config, _ := json.Marshal(map[string]string{"flags": a.Flags, "params": a.Params})
-	fresh := &kubevirtv1.VirtualMachineInstance{}
-	if err := h.c.Get(ctx, client.ObjectKeyFromObject(vmi), fresh); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(fresh.DeepCopy())
-	if fresh.Annotations == nil {
-		fresh.Annotations = map[string]string{}
-	}
-	fresh.Annotations[MigrationConfigAnnotation] = string(config)
-	if err := h.c.Patch(ctx, fresh, patch); err != nil {
+	if err := h.annotate(ctx, vmi, MigrationConfigAnnotation, string(config)); err != nil {
 		return err
 	}
 	return h.patchStatus(ctx, vmi, func(v *kubevirtv1.VirtualMachineInstance) {
