@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package kubevirthost adapts handler-runtime to KubeVirt's virt-handler:
+// one Handler, made when virt-handler starts, keeps the Plugin store and
+// serves virt-handler's two needs in its own terms:
+//
+//   - CallNodeHooks at each lifecycle point virt-handler reports, named as
+//     KubeVirt v1.9 names them (kubevirt.io/api/plugin/v1alpha1's
+//     NodeHookPoint; its PreVMStop is the framework's OnVMStop), with the
+//     signature of virt-handler's NodeHookExecutor;
+//   - LauncherPlugins, the data virt-handler sends each virt-launcher in
+//     VirtualMachineOptions.PluginsJson (handler-runtime/launcherplugins).
+//
+// The Plugins come from the framework's Plugin CRD (spec.launcherHooks,
+// spec.nodeHooks), watched by handler-runtime/store; the node hooks are
+// called by handler-runtime/dispatch, which also writes their Warning
+// Events on the VMI and records their metrics.
+package kubevirthost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	kvplugin "kubevirt.io/api/plugin/v1alpha1"
+
+	"github.com/kubevirt-plugins/framework/api/celenv"
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
+	"github.com/kubevirt-plugins/framework/handler-runtime/launcherplugins"
+	"github.com/kubevirt-plugins/framework/handler-runtime/store"
+)
+
+// Options configure a Handler.
+type Options struct {
+	// Config reaches the API server (virt-handler's own). Required unless
+	// Plugins is set.
+	Config *rest.Config
+	// Plugins is the Plugin store to use instead of one made from Config
+	// (tests). The caller runs it.
+	Plugins *store.Store
+	// FeatureGate reports whether KubeVirt's Plugins feature gate is on;
+	// asked at every hook point. Default: on.
+	FeatureGate func() bool
+	// EventRecorder receives the node hook Warning Events on VMIs.
+	// Default: none.
+	EventRecorder record.EventRecorder
+	// Registerer receives the dispatch metrics. Default: none.
+	Registerer prometheus.Registerer
+	// Logger receives the store's and the dispatcher's lines. Default:
+	// discard.
+	Logger logr.Logger
+	// SocketRoots are the directories node hook sockets must lie under.
+	// Default: dispatch's (pluginv1alpha1.NodeHookSocketsRoot).
+	SocketRoots []string
+}
+
+// Handler is virt-handler's side of the framework. Safe for concurrent use.
+type Handler struct {
+	plugins   *store.Store
+	ownStore  bool
+	hooks     *dispatch.Dispatcher
+	launchers *launcherplugins.Selector
+	log       logr.Logger
+}
+
+// New makes a Handler; Run starts its Plugin store.
+func New(opts Options) (*Handler, error) {
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	h := &Handler{plugins: opts.Plugins, log: log}
+	if h.plugins == nil {
+		if opts.Config == nil {
+			return nil, errors.New("kubevirthost: one of Options.Config or Options.Plugins is required")
+		}
+		s, err := store.New(store.Options{Config: opts.Config, FeatureGate: opts.FeatureGate, Logger: log.WithName("plugin-store")})
+		if err != nil {
+			return nil, err
+		}
+		h.plugins, h.ownStore = s, true
+	}
+	env, err := celenv.New(celenv.Options{})
+	if err != nil {
+		return nil, err
+	}
+	h.hooks, err = dispatch.New(dispatch.Options{
+		Plugins: h.plugins, CEL: env, SocketRoots: opts.SocketRoots, Registerer: opts.Registerer,
+		Logger: log.WithName("node-hooks"), EventRecorder: opts.EventRecorder,
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.launchers, err = launcherplugins.New(launcherplugins.Options{Plugins: h.plugins, CEL: env})
+	if err != nil {
+		_ = h.hooks.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Run watches the Plugins until ctx ends (only for the store New made).
+// It does not wait for the first list: until then, with the feature gate
+// on, hook points and LauncherPlugins fail with store.ErrNotSynced, so no
+// VMI starts without the Plugins that select it.
+func (h *Handler) Run(ctx context.Context) {
+	if h.ownStore {
+		go func() {
+			if err := h.plugins.Run(ctx); err != nil && ctx.Err() == nil {
+				h.log.Error(err, "the Plugin store stopped")
+			}
+		}()
+	}
+	go func() {
+		<-ctx.Done()
+		_ = h.hooks.Close()
+	}()
+}
+
+// WaitForSync waits until the Plugin store has its first list, or ctx ends.
+func (h *Handler) WaitForSync(ctx context.Context) bool {
+	return h.plugins.WaitForSync(ctx)
+}
+
+// hookPoints maps KubeVirt v1.9's names of its lifecycle points to the
+// framework's node hook points.
+var hookPoints = map[kvplugin.NodeHookPoint]pluginv1alpha1.NodeHookPoint{
+	kvplugin.NodeHookPreVMStart:          pluginv1alpha1.PreVMStart,
+	kvplugin.NodeHookPostVMStart:         pluginv1alpha1.PostVMStart,
+	kvplugin.NodeHookPreVMStop:           pluginv1alpha1.OnVMStop,
+	kvplugin.NodeHookPostVMStop:          pluginv1alpha1.PostVMStop,
+	kvplugin.NodeHookPreMigrationSource:  pluginv1alpha1.NodePreMigrationSource,
+	kvplugin.NodeHookPreMigrationTarget:  pluginv1alpha1.PreMigrationTarget,
+	kvplugin.NodeHookPostMigrationTarget: pluginv1alpha1.PostMigrationTarget,
+}
+
+// HookPoint is the framework's node hook point for one of virt-handler's
+// lifecycle points, and whether there is one.
+func HookPoint(point kvplugin.NodeHookPoint) (pluginv1alpha1.NodeHookPoint, bool) {
+	p, ok := hookPoints[point]
+	return p, ok
+}
+
+// CallNodeHooks dispatches the node hooks of point for vmi on node
+// nodeName: virt-handler's NodeHookExecutor. The error, when a hook under
+// failureStrategy Fail failed, is a *dispatch.HookError naming it.
+func (h *Handler) CallNodeHooks(point kvplugin.NodeHookPoint, vmi *kubevirtv1.VirtualMachineInstance, nodeName string) error {
+	p, ok := HookPoint(point)
+	if !ok {
+		return fmt.Errorf("node hooks for VMI %s/%s: virt-handler reported lifecycle point %q, which has no node hook point", vmi.Namespace, vmi.Name, point)
+	}
+	start := time.Now()
+	err := h.hooks.Dispatch(context.Background(), p, vmi, dispatch.NodeContext{NodeName: nodeName})
+	h.log.V(1).Info("node hooks dispatched", "hookPoint", p, "vmi", vmi.Namespace+"/"+vmi.Name, "uid", vmi.UID, "took", time.Since(start).String(), "error", errText(err))
+	return err
+}
+
+// LauncherPlugins is what virt-handler sends the launcher of vmi in
+// VirtualMachineOptions.PluginsJson.
+func (h *Handler) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) ([]byte, error) {
+	lp, err := h.launchers.LauncherPlugins(vmi)
+	if err != nil {
+		return nil, err
+	}
+	return lp.Data, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

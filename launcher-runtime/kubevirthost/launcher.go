@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package kubevirthost adapts the launcher pipeline to KubeVirt's
+// virt-launcher: the few calls virt-launcher makes, in its own terms (the
+// domain as the XML it defines, the VMI, the Plugins virt-handler sent in
+// its VirtualMachineOptions), with everything else done by
+// launcher-runtime/pipeline. virt-launcher keeps one Launcher for its life
+// (it runs one VMI) and calls:
+//
+//   - SetPlugins with VirtualMachineOptions.PluginsJson whenever virt-handler
+//     sends it (the data handler-runtime/launcherplugins encodes);
+//   - GuestDefinition when it defines the domain at boot, after its legacy
+//     hook sidecars;
+//   - PreBoot after it wrote the boot artifacts (the cloud-init ISO), right
+//     before it starts the domain;
+//   - MigrationTarget when it prepares to receive a migration;
+//   - PreMigrationSource with the flags and parameters it would hand
+//     libvirt's MigrateToURI3.
+//
+// A Launcher handed no Plugin does nothing at any hook point and builds no
+// CEL environment: a VM no Plugin selects boots as without the framework.
+//
+// Errors are the pipeline's *pipeline.HookError, whose text names the
+// plugin, the hook and the hook point; virt-launcher returns them to
+// virt-handler as it returns its other sync errors.
+package kubevirthost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
+	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
+)
+
+// Options configure a Launcher.
+type Options struct {
+	// Logger receives what the pipeline logs and one line per set of
+	// Plugins handed over. Default: discard.
+	Logger logr.Logger
+	// Registerer receives the pipeline's metrics. Default: none.
+	Registerer prometheus.Registerer
+	// Pipeline holds the remaining pipeline options (socket root, budget);
+	// its Logger and Registerer are taken from the fields above.
+	Pipeline pipeline.Options
+}
+
+// Launcher is virt-launcher's side of the framework. It is safe for
+// concurrent use; hook point calls run one at a time.
+type Launcher struct {
+	opts Options
+	log  logr.Logger
+
+	mu       sync.Mutex
+	data     []byte
+	names    []string
+	pipeline *pipeline.Pipeline
+}
+
+// New returns a Launcher with no Plugin.
+func New(opts Options) *Launcher {
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	opts.Pipeline.Logger = log.WithName("pipeline")
+	opts.Pipeline.Registerer = opts.Registerer
+	return &Launcher{opts: opts, log: log}
+}
+
+// SetPlugins takes the Plugins virt-handler handed over. The same data
+// again keeps the pipeline and its sidecar connections; other data builds
+// a new one. Empty data means no Plugin.
+func (l *Launcher) SetPlugins(data []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if bytes.Equal(data, l.data) && (l.pipeline != nil || len(data) == 0) {
+		return nil
+	}
+	var plugins []pluginv1alpha1.Plugin
+	if len(bytes.TrimSpace(data)) > 0 {
+		var list pluginv1alpha1.PluginList
+		if err := json.Unmarshal(data, &list); err != nil {
+			return fmt.Errorf("reading the Plugins virt-handler handed over: %w", err)
+		}
+		plugins = list.Items
+	}
+	var p *pipeline.Pipeline
+	if len(plugins) > 0 {
+		var err error
+		if p, err = pipeline.New(plugins, l.opts.Pipeline); err != nil {
+			return fmt.Errorf("building the launcher hook pipeline: %w", err)
+		}
+	}
+	if l.pipeline != nil {
+		_ = l.pipeline.Close()
+	}
+	l.pipeline, l.data = p, bytes.Clone(data)
+	l.names = l.names[:0]
+	for _, pl := range plugins {
+		l.names = append(l.names, pl.Name)
+	}
+	l.log.Info("Plugins handed over by virt-handler", "plugins", l.names)
+	return nil
+}
+
+// Plugins names the Plugins the launcher holds now.
+func (l *Launcher) Plugins() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.names...)
+}
+
+// GuestDefinition runs the GuestDefinition chain at boot on the domain
+// virt-launcher is about to define and returns the XML to define. With no
+// Plugin it returns domainXML unchanged, without decoding it.
+func (l *Launcher) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domainXML string) (string, *pipeline.Report, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pipeline == nil {
+		return domainXML, nil, nil
+	}
+	domain, err := decode(domainXML)
+	if err != nil {
+		return "", nil, err
+	}
+	out, report, err := l.pipeline.GuestDefinitionWithReport(ctx, vmi, domain, pipeline.Boot)
+	if err != nil {
+		return "", report, err
+	}
+	x, err := out.Marshal()
+	if err != nil {
+		return "", report, fmt.Errorf("encoding the domain after GuestDefinition: %w", err)
+	}
+	return x, report, nil
+}
+
+// MigrationTarget runs the GuestDefinition chain with the MigrationTarget
+// invocation context, so that sidecars prepare the target Pod; the domain
+// they answer is discarded (the one arriving is the source's).
+func (l *Launcher) MigrationTarget(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, domainXML string) (*pipeline.Report, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pipeline == nil {
+		return nil, nil
+	}
+	domain, err := decode(domainXML)
+	if err != nil {
+		return nil, err
+	}
+	return l.pipeline.MigrationTargetWithReport(ctx, vmi, domain)
+}
+
+// PreBoot runs the PreBoot chain on the boot artifacts: cloudInitISO is the
+// path of the VMI's generated cloud-init ISO, empty when it has none.
+func (l *Launcher) PreBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, cloudInitISO string) (*pipeline.Report, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pipeline == nil {
+		return nil, nil
+	}
+	return l.pipeline.PreBootWithReport(ctx, vmi, pipeline.Artifacts{CloudInitISO: cloudInitISO})
+}
+
+// PreMigrationSource runs the PreMigrationSource chain on the flags and
+// parameters virt-launcher would migrate with and returns those to use.
+func (l *Launcher) PreMigrationSource(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance, flags uint64, params *hooksv1alpha1.MigrationParams) (*pipeline.MigrationResult, *pipeline.Report, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pipeline == nil {
+		return &pipeline.MigrationResult{Flags: flags, Params: params}, nil, nil
+	}
+	return l.pipeline.PreMigrationSourceWithReport(ctx, vmi, flags, params)
+}
+
+// Close releases the sidecar connections.
+func (l *Launcher) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.pipeline == nil {
+		return nil
+	}
+	err := l.pipeline.Close()
+	l.pipeline, l.data = nil, nil
+	return err
+}
+
+func decode(domainXML string) (*libvirtxml.Domain, error) {
+	d := &libvirtxml.Domain{}
+	if err := d.Unmarshal(domainXML); err != nil {
+		return nil, fmt.Errorf("reading the domain virt-launcher generated: %w", err)
+	}
+	return d, nil
+}
