@@ -15,6 +15,13 @@ apt_install libvirt-dev pkg-config protobuf-compiler debootstrap genisoimage git
 # The Python sample sidecar (sample-sidecars/python-guestdefinition): its
 # stubs (make generate) and its run in make test, on Debian's /usr/bin/python3.
 apt_install python3-grpcio python3-protobuf protobuf-compiler-grpc
+# promtool, which tests/monitoring runs on the alert rules and their unit
+# tests (deploy/monitoring). Only the tool is wanted: on a machine run by
+# systemd, the server and node exporter the package starts are stopped.
+apt_install prometheus
+if [ -d /run/systemd/system ]; then
+  systemctl disable --now prometheus.service prometheus-node-exporter.service >/dev/null 2>&1 || true
+fi
 "${ROOT}/hack/setup-docker.sh"
 "${ROOT}/hack/setup-k8s.sh"
 "${ROOT}/hack/setup-tools.sh"

@@ -17,7 +17,7 @@ if ! git diff --exit-code --stat; then
   echo "verify: generated files or go.mod/go.sum are stale: run make generate and go mod tidy, then commit" >&2
   fail=1
 fi
-untracked=$(git status --porcelain --untracked-files=all -- api deploy protos sample-sidecars/python-guestdefinition/hooks | grep '^??' || true)
+untracked=$(git status --porcelain --untracked-files=all -- api deploy protos sample-sidecars/python-guestdefinition/hooks docs/metrics.md | grep '^??' || true)
 if [ -n "$untracked" ]; then
   echo "verify: generation produced files that are not committed:" >&2
   echo "$untracked" >&2
