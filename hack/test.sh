@@ -14,6 +14,10 @@ for m in $(modules | grep -v '^tests$'); do
   log "go test: $m"
   (cd "$m" && go test -count=1 -timeout 30m "$@" ./...) || fail=1
 done
+# KubeVirt v1.9.0 built with the patch series (kubevirt/build.sh, cached)
+# and its own unit tests of every package the patches touch.
+log "go test: KubeVirt's unit tests of the packages kubevirt/patches touch"
+kubevirt/unit-tests.sh || fail=1
 # One integration package at a time: each starts its own API server and
 # containers, and two cores are shared by all of them. KVP_CLUSTER runs the
 # real-cluster scenario (tests/cluster) too: a kind cluster from the node

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs KubeVirt's own unit tests of every package the patch series touches,
+# on the patched tree kubevirt/build.sh made (building it first when it is
+# not cached). The packages are read from the patches themselves, so a new
+# patch brings its packages' tests along. Extra arguments go to go test.
+#
+#   kubevirt/unit-tests.sh [-run REGEXP]
+set -euo pipefail
+source "$(dirname "$0")/../hack/lib.sh"
+out=$("${ROOT}/kubevirt/build.sh")
+cd "${out}/src"
+export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=1 GOFLAGS=-mod=mod
+
+# Every directory a patch adds, changes or removes a file in that still
+# holds a Go package with tests.
+pkgs=()
+for d in $(sed -n 's|^+++ b/\(.*\)/[^/]*$|\1|p; s|^--- a/\(.*\)/[^/]*$|\1|p' "${ROOT}"/kubevirt/patches/*.patch | sort -u); do
+  compgen -G "${d}/*_test.go" >/dev/null || continue
+  pkgs+=("./${d}")
+done
+[ ${#pkgs[@]} -gt 0 ] || die "the patches touch no package with tests"
+log "KubeVirt's unit tests of the ${#pkgs[@]} packages the patches touch: ${pkgs[*]}"
+go test -tags selinux -count=1 -timeout 30m "$@" "${pkgs[@]}"
