@@ -3,7 +3,6 @@
 package kubevirthost_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -71,14 +70,14 @@ func TestAVMNoPluginSelectsKeepsItsDomainByteForByte(t *testing.T) {
 		if err := l.SetPlugins(data); err != nil {
 			t.Fatal(err)
 		}
-		out, report, err := l.GuestDefinition(context.Background(), vmi(), domainXML)
+		out, report, err := l.GuestDefinition(t.Context(), vmi(), domainXML)
 		if err != nil || report != nil || out != domainXML {
 			t.Fatalf("with %q handed over: got %q, report %v, error %v; want the domain unchanged", data, out, report, err)
 		}
-		if r, err := l.PreBoot(context.Background(), vmi(), "/nowhere.iso"); r != nil || err != nil {
+		if r, err := l.PreBoot(t.Context(), vmi(), "/nowhere.iso"); r != nil || err != nil {
 			t.Fatalf("PreBoot with no Plugin: report %v, error %v", r, err)
 		}
-		res, _, err := l.PreMigrationSource(context.Background(), vmi(), 0x3, nil)
+		res, _, err := l.PreMigrationSource(t.Context(), vmi(), 0x3, nil)
 		if err != nil || res.Flags != 0x3 {
 			t.Fatalf("PreMigrationSource with no Plugin: %+v, %v", res, err)
 		}
@@ -93,7 +92,7 @@ func TestGuestDefinitionAppliesTheHandedOverCELHook(t *testing.T) {
 	if got := l.Plugins(); len(got) != 1 || got[0] != "cpu-tuning" {
 		t.Fatalf("Plugins() = %v", got)
 	}
-	out, report, err := l.GuestDefinition(context.Background(), vmi(), domainXML)
+	out, report, err := l.GuestDefinition(t.Context(), vmi(), domainXML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +122,7 @@ func TestSetPluginsWithTheSameDataKeepsThePipeline(t *testing.T) {
 	if err := l.SetPlugins(handed(t, celPlugin("b", `Domain{CPU: DomainCPU{Mode: "custom"}}`))); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := l.GuestDefinition(context.Background(), vmi(), domainXML)
+	out, _, err := l.GuestDefinition(t.Context(), vmi(), domainXML)
 	if err != nil || !strings.Contains(out, `mode="custom"`) {
 		t.Fatalf("after new data: %s, %v", out, err)
 	}
@@ -152,7 +151,7 @@ func TestGuestDefinitionRefusesADomainThatDoesNotDecode(t *testing.T) {
 	if err := l.SetPlugins(handed(t, celPlugin("a", `Domain{CPU: DomainCPU{Mode: "custom"}}`))); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := l.GuestDefinition(context.Background(), vmi(), "<domain")
+	_, _, err := l.GuestDefinition(t.Context(), vmi(), "<domain")
 	if err == nil || !strings.Contains(err.Error(), "reading the domain virt-launcher generated") {
 		t.Fatalf("error = %v", err)
 	}
@@ -173,7 +172,7 @@ func TestPreBootSidecarThatNeverComesUp(t *testing.T) {
 		if err := l.SetPlugins(handed(t, sidecarPlugin("late", pluginv1alpha1.PreBoot, c.strategy))); err != nil {
 			t.Fatal(err)
 		}
-		report, err := l.PreBoot(context.Background(), vmi(), "")
+		report, err := l.PreBoot(t.Context(), vmi(), "")
 		var he *pipeline.HookError
 		if c.fails {
 			if !errors.As(err, &he) || he.Plugin != "late" || !strings.Contains(err.Error(), "PreBoot") {
