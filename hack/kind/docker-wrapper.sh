@@ -7,6 +7,13 @@
 # device access a node needs instead; for exec the flag is dropped, as the
 # exec'd process gets the container's capabilities anyway. Everything else is
 # passed to the real docker unchanged.
+#
+# The nodes also get the host's /dev/net/tun: KubeVirt's virt-handler offers
+# it to launcher Pods (devices.kubevirt.io/tun), which make the VM's tap
+# device with it, and a privileged Pod sees the node's /dev as it was when
+# the node started. /dev/kvm only with KVP_KIND_KVM=1: where it exists,
+# virt-launcher uses KVM even with useEmulation, and KVM guests do not boot
+# on every host (kubevirt/manifests/kubevirt-cr.yaml: TCG runs the guests).
 set -euo pipefail
 real="${KVP_REAL_DOCKER:-/usr/bin/docker}"
 sub=""
@@ -23,6 +30,8 @@ for a in "$@"; do
         --security-opt seccomp=unconfined --security-opt apparmor=unconfined
         --security-opt systempaths=unconfined
         --device-cgroup-rule 'a *:* rwm' --device /dev/kmsg --device /dev/fuse)
+      if [ -c /dev/net/tun ]; then args+=(--device /dev/net/tun); fi
+      if [ "${KVP_KIND_KVM:-0}" = 1 ] && [ -c /dev/kvm ]; then args+=(--device /dev/kvm); fi
       ;;
   esac
 done
