@@ -12,9 +12,10 @@
 #
 # The output is cached outside the checkout, under a name made from the
 # release, this script, the patches and the sources of the framework's
-# modules KubeVirt links, so a fresh clone with the same content reuses it
-# and any change to them builds again (the Go build cache keeps that
-# rebuild short).
+# modules KubeVirt links, and from where the checkout is (the source
+# tree's go.mod points into it): the same checkout reuses it, and any
+# change to them, or a checkout elsewhere, builds again (the Go build
+# cache keeps that rebuild short, about 80 s).
 #
 #   kubevirt/build.sh            build unless cached; print the directory
 #   kubevirt/build.sh --hash     print the cache key only
