@@ -165,5 +165,7 @@ mv "$times" "${build}/times"
 rm -rf "$out"
 mv "$build" "$out"
 touch "${out}/done"
+# Keep the three newest builds (about 700 MB each), this one first.
+ls -1dt "$(dirname "$out")"/*/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
 log "kubevirt: built in ${out} ($(tail -1 "${out}/times" | awk '{print $2}') s)"
 echo "$out"
