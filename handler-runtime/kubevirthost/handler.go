@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -156,10 +155,7 @@ func (h *Handler) CallNodeHooks(point kvplugin.NodeHookPoint, vmi *kubevirtv1.Vi
 	if !ok {
 		return fmt.Errorf("node hooks for VMI %s/%s: virt-handler reported lifecycle point %q, which has no node hook point", vmi.Namespace, vmi.Name, point)
 	}
-	start := time.Now()
-	err := h.hooks.Dispatch(context.Background(), p, vmi, dispatch.NodeContext{NodeName: nodeName})
-	h.log.V(1).Info("node hooks dispatched", "hookPoint", p, "vmi", vmi.Namespace+"/"+vmi.Name, "uid", vmi.UID, "took", time.Since(start).String(), "error", errText(err))
-	return err
+	return h.hooks.Dispatch(context.Background(), p, vmi, dispatch.NodeContext{NodeName: nodeName})
 }
 
 // LauncherPlugins is what virt-handler sends the launcher of vmi in
@@ -170,11 +166,4 @@ func (h *Handler) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) ([]byt
 		return nil, err
 	}
 	return lp.Data, nil
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

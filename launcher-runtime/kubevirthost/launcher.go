@@ -78,12 +78,12 @@ func New(opts Options) *Launcher {
 }
 
 // SetPlugins takes the Plugins virt-handler handed over. The same data
-// again keeps the pipeline and its sidecar connections; other data builds
-// a new one. Empty data means no Plugin.
+// as the last accepted keeps the pipeline and its sidecar connections;
+// other data builds a new one. Empty data means no Plugin.
 func (l *Launcher) SetPlugins(data []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if bytes.Equal(data, l.data) && (l.pipeline != nil || len(data) == 0) {
+	if bytes.Equal(data, l.data) {
 		return nil
 	}
 	var plugins []pluginv1alpha1.Plugin
