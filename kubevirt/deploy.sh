@@ -180,7 +180,7 @@ kv_not_ready() {
 kv_diagnose() {
   {
     echo "--- KubeVirt CR"
-    kv_kubectl -n "$KV_NAMESPACE" get kubevirt kubevirt -o \
+    kv_kubectl -n "$KV_NAMESPACE" get kubevirts.kubevirt.io kubevirt -o \
       jsonpath='phase: {.status.phase}{"\n"}{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' 2>&1 || true
     echo "--- not ready"
     kv_not_ready
@@ -195,7 +195,7 @@ kv_diagnose() {
 # it is Available and Deployed at TAG and has seen its latest spec.
 kv_cr_state() {
   local tag=$1 state phase avail registry version observed gen want
-  state=$(kv_kubectl -n "$KV_NAMESPACE" get kubevirt kubevirt -o jsonpath='{.status.phase}|{.status.conditions[?(@.type=="Available")].status}|{.status.observedKubeVirtRegistry}|{.status.observedKubeVirtVersion}|{.status.observedGeneration}|{.metadata.generation}' 2>/dev/null || true)
+  state=$(kv_kubectl -n "$KV_NAMESPACE" get kubevirts.kubevirt.io kubevirt -o jsonpath='{.status.phase}|{.status.conditions[?(@.type=="Available")].status}|{.status.observedKubeVirtRegistry}|{.status.observedKubeVirtVersion}|{.status.observedGeneration}|{.metadata.generation}' 2>/dev/null || true)
   IFS='|' read -r phase avail registry version gen want <<<"$state"
   observed="${registry}:${version}"
   [ "$observed" != : ] || observed="no version yet"
@@ -230,7 +230,7 @@ kv_wait_deployed() {
     if [ "$cr" = Deployed ]; then
       kv_kubectl -n "$KV_NAMESPACE" wait pods --all --for=condition=Ready --timeout="${left}s" >/dev/null 2>&1 || true
     else
-      kv_kubectl -n "$KV_NAMESPACE" wait kubevirt/kubevirt --for=jsonpath='{.status.phase}'=Deployed \
+      kv_kubectl -n "$KV_NAMESPACE" wait kubevirts.kubevirt.io/kubevirt --for=jsonpath='{.status.phase}'=Deployed \
         --timeout="${left}s" >/dev/null 2>&1 || true
     fi
     # A watch that ends at once (a Pod went away under it) is not retried

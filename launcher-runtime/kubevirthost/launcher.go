@@ -30,6 +30,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -37,6 +38,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
@@ -64,7 +66,14 @@ type Launcher struct {
 	data     []byte
 	names    []string
 	pipeline *pipeline.Pipeline
+	// ignored are the failures skipped under Ignore that Ignored has not
+	// handed out yet.
+	ignored []string
 }
+
+// maxIgnored bounds the failures kept for Ignored between two calls; the
+// oldest go first.
+const maxIgnored = 32
 
 // New returns a Launcher with no Plugin.
 func New(opts Options) *Launcher {
@@ -134,6 +143,7 @@ func (l *Launcher) GuestDefinition(ctx context.Context, vmi *kubevirtv1.VirtualM
 		return "", nil, err
 	}
 	out, report, err := l.pipeline.GuestDefinitionWithReport(ctx, vmi, domain, pipeline.Boot)
+	l.keepIgnored(report)
 	if err != nil {
 		return "", report, err
 	}
@@ -157,7 +167,9 @@ func (l *Launcher) MigrationTarget(ctx context.Context, vmi *kubevirtv1.VirtualM
 	if err != nil {
 		return nil, err
 	}
-	return l.pipeline.MigrationTargetWithReport(ctx, vmi, domain)
+	report, err := l.pipeline.MigrationTargetWithReport(ctx, vmi, domain)
+	l.keepIgnored(report)
+	return report, err
 }
 
 // PreBoot runs the PreBoot chain on the boot artifacts: cloudInitISO is the
@@ -168,7 +180,9 @@ func (l *Launcher) PreBoot(ctx context.Context, vmi *kubevirtv1.VirtualMachineIn
 	if l.pipeline == nil {
 		return nil, nil
 	}
-	return l.pipeline.PreBootWithReport(ctx, vmi, pipeline.Artifacts{CloudInitISO: cloudInitISO})
+	report, err := l.pipeline.PreBootWithReport(ctx, vmi, pipeline.Artifacts{CloudInitISO: cloudInitISO})
+	l.keepIgnored(report)
+	return report, err
 }
 
 // PreMigrationSource runs the PreMigrationSource chain on the flags and
@@ -179,7 +193,44 @@ func (l *Launcher) PreMigrationSource(ctx context.Context, vmi *kubevirtv1.Virtu
 	if l.pipeline == nil {
 		return &pipeline.MigrationResult{Flags: flags, Params: params}, nil, nil
 	}
-	return l.pipeline.PreMigrationSourceWithReport(ctx, vmi, flags, params)
+	res, report, err := l.pipeline.PreMigrationSourceWithReport(ctx, vmi, flags, params)
+	l.keepIgnored(report)
+	return res, report, err
+}
+
+// IgnoredReason is the reason of the Warning Event virt-launcher sends
+// virt-handler for each of Ignored.
+const IgnoredReason = pipeline.ReasonLauncherHookFailureIgnored
+
+// Ignored hands out, once, the failures the hook point calls skipped under
+// failureStrategy Ignore since the last call, oldest first: each names the
+// Plugin, the hook, the hook point and the cause, and says the VM went on
+// without the hook's result. virt-launcher sends each to virt-handler as a
+// Warning Event on the VMI (IgnoredReason), so that a VM owner sees what
+// did not apply.
+func (l *Launcher) Ignored() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.ignored
+	l.ignored = nil
+	return out
+}
+
+// keepIgnored keeps the failures of report skipped under Ignore; l.mu is
+// held.
+func (l *Launcher) keepIgnored(report *pipeline.Report) {
+	if report == nil {
+		return
+	}
+	for _, h := range report.Hooks {
+		if h.Outcome != hookresult.Ignored || h.Err == nil {
+			continue
+		}
+		l.ignored = append(l.ignored, h.Err.Error()+" ("+hookresult.IgnoredMessage+")")
+	}
+	if n := len(l.ignored) - maxIgnored; n > 0 {
+		l.ignored = slices.Delete(l.ignored, 0, n)
+	}
 }
 
 // Close releases the sidecar connections.

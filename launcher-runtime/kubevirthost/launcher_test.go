@@ -189,3 +189,50 @@ func TestPreBootSidecarThatNeverComesUp(t *testing.T) {
 		_ = l.Close()
 	}
 }
+
+// What Ignore skipped is handed out once, for virt-launcher's Warning
+// Event: each failure names the plugin and the hook point and says the VM
+// went on without it; a Fail failure is not among them (it is the call's
+// error).
+func TestIgnoredFailuresAreHandedOutOnce(t *testing.T) {
+	root := t.TempDir()
+	for _, dir := range []string{"late", "broken"} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := kubevirthost.New(kubevirthost.Options{Pipeline: pipeline.Options{SocketRoot: root, SocketWaitBudget: 200 * time.Millisecond}})
+	defer l.Close()
+	if got := l.Ignored(); len(got) != 0 {
+		t.Fatalf("Ignored before any call = %q", got)
+	}
+	if err := l.SetPlugins(handed(t, sidecarPlugin("late", pluginv1alpha1.PreBoot, pluginv1alpha1.Ignore))); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := l.PreBoot(t.Context(), vmi(), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := l.Ignored()
+	if len(got) != 2 {
+		t.Fatalf("Ignored after two PreBoot calls = %q, want two failures", got)
+	}
+	for _, msg := range got {
+		if !strings.Contains(msg, `"late"`) || !strings.Contains(msg, "PreBoot") || !strings.Contains(msg, "failureStrategy is Ignore") {
+			t.Errorf("Ignored failure %q does not name the plugin, the hook point and the Ignore", msg)
+		}
+	}
+	if again := l.Ignored(); len(again) != 0 {
+		t.Errorf("Ignored a second time = %q, want nothing (handed out once)", again)
+	}
+	if err := l.SetPlugins(handed(t, sidecarPlugin("broken", pluginv1alpha1.PreBoot, pluginv1alpha1.Fail))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.PreBoot(t.Context(), vmi(), ""); err == nil {
+		t.Fatal("PreBoot under Fail with no sidecar succeeded")
+	}
+	if got := l.Ignored(); len(got) != 0 {
+		t.Errorf("Ignored after a Fail failure = %q, want nothing", got)
+	}
+}

@@ -4,8 +4,10 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/kubevirt-plugins/framework/api/sidecarinjection"
@@ -22,6 +24,10 @@ type Options struct {
 	Log io.Writer
 	// Keep leaves the cluster running at the end (for a look around).
 	Keep bool
+	// Only narrows the scenario: "kubevirt" runs the cluster's set-up and
+	// the phase on KubeVirt itself, without the steps on the stand-ins.
+	// Default: every step.
+	Only string
 }
 
 // Run plays the scenario on a fresh kind cluster it creates and, unless
@@ -40,7 +46,15 @@ func Run(ctx context.Context, opts Options) *transcript.Result {
 		return &transcript.Result{Err: err}
 	}
 	s := &scenario{Runner: r, env: &env{root: root, log: opts.Log}, keep: opts.Keep}
-	return r.Run(ctx, s.steps())
+	steps := s.steps()
+	switch opts.Only {
+	case "":
+	case "kubevirt":
+		steps = slices.Concat(steps[:3], s.kubevirtSteps())
+	default:
+		return &transcript.Result{Err: fmt.Errorf("Only %q: want \"kubevirt\" or nothing", opts.Only)}
+	}
+	return r.Run(ctx, steps)
 }
 
 type scenario struct {
@@ -54,9 +68,17 @@ type scenario struct {
 	// cluster, sidecars what each sample's sidecar.yaml describes.
 	injection injection
 	sidecars  map[string]*sidecarinjection.Sidecar
+	// kv is the phase on KubeVirt itself.
+	kv *kubevirtState
 }
 
 func (s *scenario) steps() []transcript.Step {
+	return append(s.standinSteps(), s.kubevirtSteps()...)
+}
+
+// standinSteps set the cluster up and take a VM through its life on the
+// stand-ins of virt-handler and virt-launcher (tests/cluster/standin).
+func (s *scenario) standinSteps() []transcript.Step {
 	return []transcript.Step{
 		{Title: "A kind cluster of three nodes from the node image built here", Run: s.startCluster},
 		{Title: "kubectl apply -k deploy/ and deploy/sidecar-injector into the restricted namespace kubevirt", Run: s.deploy},

@@ -113,7 +113,7 @@ const (
 // the admission objects that belong to the same extension.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories=kubevirt
+// +kubebuilder:resource:scope=Cluster
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Launcher Hooks",type=integer,JSONPath=`.status.launcherHooks`

@@ -1,0 +1,767 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubevirt-plugins/framework/sample-sidecars/node-hook-recorder/recorder"
+	"github.com/kubevirt-plugins/framework/tests/framework/guest"
+	"github.com/kubevirt-plugins/framework/tests/framework/transcript"
+)
+
+// The phase on KubeVirt itself: v1.9.0 built with kubevirt/patches,
+// deployed by its own virt-operator once the stand-ins are gone, and a VM a
+// user creates with kubectl, run by KubeVirt's virt-controller,
+// virt-handler and virt-launcher with the framework inside.
+
+const (
+	kubevirtCR = "kubevirt"
+	// virtqemudURI is libvirt in a KubeVirt launcher's compute container:
+	// virtqemud runs as the qemu user, in session mode, on its own socket.
+	virtqemudURI = "qemu+unix:///session?socket=/var/run/libvirt/virtqemud-sock"
+	// kvVMManifest is the VM a user creates (its image tag filled in).
+	kvVMManifest = "kubevirt/manifests/vm-plugins.yaml"
+	kvVMName     = "plugins-vm"
+	// neverUpPlugin has a GuestDefinition sidecar no injection adds.
+	neverUpPlugin = "never-up"
+)
+
+// kubevirtState is what the KubeVirt phase carries from step to step.
+type kubevirtState struct {
+	tag string
+	vmi *kubevirtv1.VirtualMachineInstance
+	pod *corev1.Pod
+}
+
+func (s *scenario) kubevirtSteps() []transcript.Step {
+	return []transcript.Step{
+		{Title: "KubeVirt v1.9.0 built with kubevirt/patches, its images made from Debian packages", Run: s.buildKubeVirt},
+		{Title: "KubeVirt deployed by its own virt-operator, in place of the stand-ins", Run: s.deployKubeVirt},
+		{Title: "plugins.plugin.kubevirt.io is the user guide's CRD, and stays so when virt-operator restarts and reconciles", Run: s.kvPluginCRD},
+		{Title: "A VM created with kubectl boots through KubeVirt with the samples' plugins", Run: s.kvBootVM},
+		{Title: "A template label change reaches KubeVirt's launcher Pod in place, without a fight", Run: s.kvSyncLabel},
+		{Title: "The VM stopped through KubeVirt: OnVMStop from its virt-handler, the launcher Pod completes", Run: s.kvStopVM},
+		{Title: "A sidecar that never comes up: under Fail the VM does not start and KubeVirt says why; under Ignore it boots", Run: s.kvNeverUp},
+	}
+}
+
+func (s *scenario) buildKubeVirt(ctx context.Context) error {
+	s.Show("building KubeVirt with the patch series (kubevirt/build.sh, cached by the hash of the release, the patches and the linked modules)")
+	start := time.Now()
+	out, err := s.script(ctx, "kubevirt/build.sh")
+	if err != nil {
+		return err
+	}
+	dir := lastLine(out)
+	hash, err := s.script(ctx, "kubevirt/build.sh", "--hash")
+	if err != nil {
+		return err
+	}
+	s.kv = &kubevirtState{tag: strings.TrimSpace(hash)}
+	s.Show(fmt.Sprintf("built in %s: %s", time.Since(start).Round(time.Second), dir))
+	start = time.Now()
+	out, err = s.script(ctx, "kubevirt/images.sh", filepath.Join(dir, "bin"), filepath.Join(dir, "etc"), s.kv.tag)
+	if err != nil {
+		return err
+	}
+	s.Show(fmt.Sprintf("images tagged %s in %s:\n%s", s.kv.tag, time.Since(start).Round(time.Second), indent(out)))
+	return nil
+}
+
+// retireStandins removes the stand-in virt-handler and every VM, VMI and
+// launcher Pod the stand-in steps left, so that KubeVirt's controllers
+// start from a clean namespace.
+func (s *scenario) retireStandins(ctx context.Context) error {
+	if _, err := s.kubectl(ctx, "", "delete", "namespace", standinNamespace, "--ignore-not-found", "--wait=true", "--timeout=3m"); err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "delete", "virtualmachines", "--all", "--wait=false"); err != nil {
+		return err
+	}
+	var vmis kubevirtv1.VirtualMachineInstanceList
+	if err := s.c.List(ctx, &vmis, client.InNamespace(vmNamespace)); err != nil {
+		return err
+	}
+	for i := range vmis.Items {
+		v := &vmis.Items[i]
+		if err := s.c.Patch(ctx, v, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		if err := s.c.Delete(ctx, v); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	var pods corev1.PodList
+	if err := s.c.List(ctx, &pods, client.InNamespace(vmNamespace), client.MatchingLabels{"kubevirt.io": "virt-launcher"}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		s.release(ctx, &pods.Items[i])
+		if err := s.c.Delete(ctx, &pods.Items[i]); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	// virt-operator installs KubeVirt's CRDs itself and will not take over
+	// ones it did not create ("already exists").
+	if _, err := s.kubectl(ctx, "", "delete", "-f", filepath.Join("tests", "crds", "kubevirt"), "--wait=true", "--timeout=2m"); err != nil {
+		return err
+	}
+	s.Show(fmt.Sprintf("stand-ins retired: namespace %s deleted, %d VMIs and %d launcher Pods of the stand-in steps removed, "+
+		"the copies of KubeVirt's VM and VMI CRDs the stand-ins used deleted", standinNamespace, len(vmis.Items), len(pods.Items)))
+	return nil
+}
+
+func (s *scenario) deployKubeVirt(ctx context.Context) error {
+	if s.kv == nil {
+		return fmt.Errorf("KubeVirt was not built")
+	}
+	if err := s.retireStandins(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := s.script(ctx, "kubevirt/deploy.sh", s.kv.tag); err != nil {
+		s.dumpPods(ctx, kubevirtNamespace)
+		return err
+	}
+	s.Show(fmt.Sprintf("kubevirt/deploy.sh %s: operator manifest rendered by KubeVirt's manifest-templator, KubeVirt CR applied, in %s",
+		s.kv.tag, time.Since(start).Round(time.Second)))
+	var kv kubevirtv1.KubeVirt
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: kubevirtNamespace, Name: kubevirtCR}, &kv); err != nil {
+		return err
+	}
+	s.Check("the KubeVirt CR is Deployed and Available", kv.Status.Phase == kubevirtv1.KubeVirtPhaseDeployed && kvAvailable(&kv),
+		"phase %s, operator version %s, image tag %s", kv.Status.Phase, kv.Status.OperatorVersion, kv.Status.ObservedKubeVirtVersion)
+	// KubeVirt's users name its CR by its singular, "kubevirt": with the
+	// Plugin CRD installed beside it, that still means the KubeVirt CR (a
+	// category "kubevirt" on the Plugin CRD once shadowed it).
+	got, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "get", "kubevirt", "-o", "name")
+	s.Check("`kubectl -n kubevirt get kubevirt` names KubeVirt's CR, with the Plugin CRD installed", strings.TrimSpace(got) == "kubevirt.kubevirt.io/kubevirt",
+		"%q%s", strings.TrimSpace(got), errSuffix(err))
+	for _, name := range []string{"virt-api", "virt-controller"} {
+		var d appsv1.Deployment
+		err := s.c.Get(ctx, client.ObjectKey{Namespace: kubevirtNamespace, Name: name}, &d)
+		s.Check("Deployment "+name+" is Available", err == nil && deploymentAvailable(&d), "%d/%d ready%s", d.Status.ReadyReplicas, d.Status.Replicas, errSuffix(err))
+	}
+	handler := client.ObjectKey{Namespace: kubevirtNamespace, Name: "virt-handler"}
+	err = s.waitDaemonSet(ctx, handler)
+	if !s.Check("DaemonSet virt-handler is ready on both workers", err == nil, "%s", errText(err)) {
+		s.dumpPods(ctx, kubevirtNamespace)
+		return errCheckFailed
+	}
+	images, err := s.kubevirtImages(ctx)
+	if err != nil {
+		return err
+	}
+	var wrong []string
+	for _, c := range KubeVirtComponents {
+		want := "localhost/kubevirt/" + c + ":" + s.kv.tag
+		if images[c] != want {
+			wrong = append(wrong, fmt.Sprintf("%s runs %q", c, images[c]))
+		}
+	}
+	s.Check("every component runs the image built here from the patched release (tag "+s.kv.tag+"), the launcher included",
+		len(wrong) == 0, "%s", strings.Join(wrong, "; "))
+	return nil
+}
+
+// KubeVirtComponents are the images virt-operator deploys: four
+// Deployments, the virt-handler DaemonSet and the launcher.
+var KubeVirtComponents = []string{"virt-operator", "virt-api", "virt-controller", "virt-exportproxy", "virt-handler", "virt-launcher"}
+
+// kubevirtImages reads which image each component runs: the Deployments'
+// and virt-handler's containers, and the launcher image virt-operator
+// hands virt-controller.
+func (s *scenario) kubevirtImages(ctx context.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for _, name := range KubeVirtComponents[:4] {
+		var d appsv1.Deployment
+		if err := s.c.Get(ctx, client.ObjectKey{Namespace: kubevirtNamespace, Name: name}, &d); err != nil {
+			return nil, err
+		}
+		if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
+			out[name] = cs[0].Image
+		}
+	}
+	var ds appsv1.DaemonSet
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: kubevirtNamespace, Name: "virt-handler"}, &ds); err != nil {
+		return nil, err
+	}
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name == "virt-handler" {
+			out[c.Name] = c.Image
+		}
+	}
+	// virt-handler's init container is the launcher image (it copies the
+	// launcher's tools onto the node).
+	for _, c := range ds.Spec.Template.Spec.InitContainers {
+		if strings.Contains(c.Image, "/virt-launcher:") {
+			out["virt-launcher"] = c.Image
+		}
+	}
+	return out, nil
+}
+
+func kvAvailable(kv *kubevirtv1.KubeVirt) bool {
+	for _, c := range kv.Status.Conditions {
+		if c.Type == kubevirtv1.KubeVirtConditionAvailable && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func deploymentAvailable(d *appsv1.Deployment) bool {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+			return d.Status.ReadyReplicas > 0
+		}
+	}
+	return false
+}
+
+// pluginCRD is what the checks read of plugins.plugin.kubevirt.io.
+type pluginCRD struct {
+	resourceVersion string
+	labels          map[string]string
+	specFields      []string
+}
+
+func (s *scenario) readPluginCRD(ctx context.Context) (pluginCRD, error) {
+	out, err := s.kubectl(ctx, "", "get", "crd", "plugins.plugin.kubevirt.io", "-o", "json")
+	if err != nil {
+		return pluginCRD{}, err
+	}
+	var crd struct {
+		Metadata struct {
+			ResourceVersion string            `json:"resourceVersion"`
+			Labels          map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			Versions []struct {
+				Name   string `json:"name"`
+				Schema struct {
+					OpenAPIV3Schema struct {
+						Properties map[string]struct {
+							Properties map[string]json.RawMessage `json:"properties"`
+						} `json:"properties"`
+					} `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(out), &crd); err != nil {
+		return pluginCRD{}, err
+	}
+	c := pluginCRD{resourceVersion: crd.Metadata.ResourceVersion, labels: crd.Metadata.Labels}
+	for _, v := range crd.Spec.Versions {
+		if v.Name != "v1alpha1" {
+			continue
+		}
+		for f := range v.Schema.OpenAPIV3Schema.Properties["spec"].Properties {
+			c.specFields = append(c.specFields, f)
+		}
+	}
+	slices.Sort(c.specFields)
+	return c, nil
+}
+
+// guideCRD says whether c is the user guide's Plugin CRD: launcherHooks
+// and nodeHooks, no alpha-1 domainHooks, not owned by virt-operator.
+func guideCRD(c pluginCRD) (bool, string) {
+	ok := slices.Contains(c.specFields, "launcherHooks") && slices.Contains(c.specFields, "nodeHooks") &&
+		!slices.Contains(c.specFields, "domainHooks") && c.labels["app.kubernetes.io/managed-by"] != "virt-operator"
+	return ok, fmt.Sprintf("spec fields %v, managed by %q", c.specFields, c.labels["app.kubernetes.io/managed-by"])
+}
+
+// kvPluginCRD checks the CRD, restarts virt-operator with something it
+// owns missing (a ClusterRole it installs, deleted while it is down), waits
+// for it to reconcile (the ClusterRole is back), and checks the CRD again.
+func (s *scenario) kvPluginCRD(ctx context.Context) error {
+	before, err := s.readPluginCRD(ctx)
+	if err != nil {
+		return err
+	}
+	ok, detail := guideCRD(before)
+	s.Check("the CRD has launcherHooks and nodeHooks, no domainHooks, and virt-operator does not own it", ok, "%s", detail)
+	const owned = "kubevirt.io:view"
+	if _, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "scale", "deployment", "virt-operator", "--replicas=0"); err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "wait", "pod", "-l", "kubevirt.io=virt-operator", "--for=delete", "--timeout=2m"); err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, "", "delete", "clusterrole", owned); err != nil {
+		return err
+	}
+	restarted := time.Now()
+	if _, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "scale", "deployment", "virt-operator", "--replicas=1"); err != nil {
+		return err
+	}
+	s.Show("virt-operator scaled to 0, ClusterRole " + owned + " (which it installs) deleted, virt-operator scaled back to 1")
+	err = poll(ctx, "virt-operator to reconcile", 5*time.Minute, func() (bool, string, error) {
+		_, err := s.kubectl(ctx, "", "get", "clusterrole", owned)
+		return err == nil, "ClusterRole " + owned + " not back yet", nil
+	})
+	if !s.Check("the restarted virt-operator reconciled: it put ClusterRole "+owned+" back", err == nil,
+		"after %s%s", time.Since(restarted).Round(time.Second), errSuffix(err)) {
+		s.dumpPods(ctx, kubevirtNamespace)
+		return errCheckFailed
+	}
+	// Give it the rest of its pass over the install strategy.
+	if err := s.waitKubeVirtDeployed(ctx); err != nil {
+		return err
+	}
+	after, err := s.readPluginCRD(ctx)
+	if err != nil {
+		return err
+	}
+	ok, detail = guideCRD(after)
+	s.Check("after the reconcile the CRD is untouched: still the guide's, same resourceVersion", ok && after.resourceVersion == before.resourceVersion,
+		"%s, resourceVersion %s -> %s", detail, before.resourceVersion, after.resourceVersion)
+	return nil
+}
+
+func (s *scenario) waitKubeVirtDeployed(ctx context.Context) error {
+	return poll(ctx, "the KubeVirt CR to be Deployed", 5*time.Minute, func() (bool, string, error) {
+		var kv kubevirtv1.KubeVirt
+		if err := s.c.Get(ctx, client.ObjectKey{Namespace: kubevirtNamespace, Name: kubevirtCR}, &kv); err != nil {
+			return false, err.Error(), nil
+		}
+		return kv.Status.Phase == kubevirtv1.KubeVirtPhaseDeployed && kvAvailable(&kv), string(kv.Status.Phase), nil
+	})
+}
+
+// kubevirtCELPlugin is cel-tuning for KubeVirt's domain: the title names
+// the VM, the description says who set it. (The stand-in steps' version
+// also sets two vCPUs with a topology, which KubeVirt's domain, with its
+// <vcpus> list, refuses; KubeVirt users size vCPUs in the VM's spec.)
+const kubevirtCELPlugin = `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: cel-tuning
+spec:
+  condition: '"plugins.example.com/cel-tuning" in vmi.Labels'
+  launcherHooks:
+  - cel:
+      hookPoint: GuestDefinition
+      expression: >-
+        Domain{
+          Title: "VM " + vmi.Namespace + "/" + vmi.Name,
+          Description: "tuned by the cel-tuning Plugin"
+        }
+`
+
+// vmManifest is kubevirt/manifests/vm-plugins.yaml for the images built
+// here, under name.
+func (s *scenario) vmManifest(name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(s.root, kvVMManifest))
+	if err != nil {
+		return "", err
+	}
+	m := strings.ReplaceAll(string(b), "@IMAGE_TAG@", s.kv.tag)
+	return strings.Replace(m, "name: "+kvVMName, "name: "+name, 1), nil
+}
+
+// launcherPodOf finds the launcher Pod virt-controller made for vmi.
+func (s *scenario) launcherPodOf(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) (*corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := s.c.List(ctx, &pods, client.InNamespace(vmi.Namespace), client.MatchingLabels{"kubevirt.io/created-by": string(vmi.UID)}); err != nil {
+		return nil, err
+	}
+	if len(pods.Items) != 1 {
+		return nil, fmt.Errorf("VMI %s has %d launcher Pods", vmi.Name, len(pods.Items))
+	}
+	return &pods.Items[0], nil
+}
+
+// kvDomain reads the domain from virtqemud in the Pod's compute container.
+func (s *scenario) kvDomain(ctx context.Context, pod *corev1.Pod, vmi *kubevirtv1.VirtualMachineInstance) (*libvirtxml.Domain, string, error) {
+	name := vmi.Namespace + "_" + vmi.Name
+	virsh := func(args ...string) (string, error) {
+		return s.kubectl(ctx, "", append([]string{"-n", pod.Namespace, "exec", pod.Name, "-c", "compute", "--", "virsh", "-c", virtqemudURI}, args...)...)
+	}
+	state, err := virsh("domstate", name)
+	if err != nil {
+		return nil, "", err
+	}
+	x, err := virsh("dumpxml", name)
+	if err != nil {
+		return nil, "", err
+	}
+	var d libvirtxml.Domain
+	if err := d.Unmarshal(x); err != nil {
+		return nil, "", err
+	}
+	return &d, strings.TrimSpace(state), nil
+}
+
+// kvGuest reads the test guest's report from KubeVirt's serial console
+// log container.
+func (s *scenario) kvGuest(ctx context.Context, pod *corev1.Pod) (guest.Report, error) {
+	var r guest.Report
+	err := poll(ctx, "the test guest's report", guestBootTimeout, func() (bool, string, error) {
+		out, err := s.kubectl(ctx, "", "-n", pod.Namespace, "logs", pod.Name, "-c", "guest-console-log")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		r = guest.Parse(out)
+		return r.Ready && len(r.Ticks) > 0, fmt.Sprintf("%d report lines so far", len(r.Lines)), nil
+	})
+	return r, err
+}
+
+func (s *scenario) kvBootVM(ctx context.Context) error {
+	if _, err := s.kubectl(ctx, kubevirtCELPlugin, "apply", "-f", "-"); err != nil {
+		return err
+	}
+	s.Show("plugin cel-tuning replaced by its version for KubeVirt's domain (title and description)")
+	m, err := s.vmManifest(kvVMName)
+	if err != nil {
+		return err
+	}
+	created := time.Now()
+	out, err := s.kubectl(ctx, m, "apply", "-f", "-")
+	if err != nil {
+		return err
+	}
+	s.Show("$ kubectl apply -f " + kvVMManifest + " (image tag " + s.kv.tag + ")\n" + indent(out))
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	vmi.Namespace, vmi.Name = vmNamespace, kvVMName
+	err = poll(ctx, "the VMI to run", 6*time.Minute, func() (bool, string, error) {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
+			return false, err.Error(), nil
+		}
+		return vmi.Status.Phase == kubevirtv1.Running, fmt.Sprintf("phase %s on %q", vmi.Status.Phase, vmi.Status.NodeName), nil
+	})
+	if !s.Check("virt-controller made the VMI and its launcher Pod, virt-handler and virt-launcher ran it", err == nil,
+		"Running %s after kubectl apply%s", time.Since(created).Round(100*time.Millisecond), errSuffix(err)) {
+		s.dumpPods(ctx, vmNamespace)
+		s.dumpPods(ctx, kubevirtNamespace)
+		return errCheckFailed
+	}
+	pod, err := s.launcherPodOf(ctx, vmi)
+	if err != nil {
+		return err
+	}
+	s.kv.vmi, s.kv.pod = vmi, pod
+	s.Show(fmt.Sprintf("VMI %s (UID %s) Running on %s in Pod %s", vmi.Name, vmi.UID, vmi.Status.NodeName, pod.Name))
+	native := nativeSidecars(pod)
+	s.Check("the launcher Pod carries smbios-watchdog's sidecar, added by "+s.injection.injector()+" as a native sidecar",
+		slices.Contains(native, "smbios-watchdog"), "restartable init containers %v", native)
+	d, state, err := s.kvDomain(ctx, pod, vmi)
+	if err != nil {
+		return err
+	}
+	s.Check("virsh in the compute container: the domain is running", state == "running", "%s", state)
+	s.Check("virsh dumpxml: cel-tuning's title and description", d.Title == "VM "+vmi.Namespace+"/"+vmi.Name &&
+		d.Description == "tuned by the cel-tuning Plugin", "title %q, description %q", d.Title, d.Description)
+	s.Check("virsh dumpxml: smbios-watchdog's SMBIOS strings from the labels and its i6300esb watchdog",
+		smbiosEntry(d, "manufacturer") == "Example" && smbiosEntry(d, "product") == "Edge-1" && watchdogAction(d) == "reset",
+		"manufacturer %q, product %q, watchdog action %q", smbiosEntry(d, "manufacturer"), smbiosEntry(d, "product"), watchdogAction(d))
+	r, err := s.kvGuest(ctx, pod)
+	if !s.Check("the test guest booted and reported on its serial console (kubectl logs -c guest-console-log)", err == nil, "%s", errText(err)) {
+		return errCheckFailed
+	}
+	for _, c := range guestChecks[:2] {
+		s.Check("in the guest: "+c.name, c.ok(r), "%s", printed(r, c.keys...))
+	}
+	s.Check("in the guest: the vCPU count of the VM's spec", r.VCPUs == 1, "%s", printed(r, "vcpus"))
+	evs, err := s.events(ctx, vmi.Status.NodeName, string(vmi.UID))
+	if err != nil {
+		return err
+	}
+	got := hookPoints(evs, vmi.Status.NodeName)
+	s.Check("KubeVirt's virt-handler on "+vmi.Status.NodeName+" called the recorder's PreVMStart then PostVMStart with the VMI's UID",
+		slices.Equal(got, []string{"PreVMStart", "PostVMStart"}), "got %v", got)
+	return nil
+}
+
+// hookPoints lists the hook points of evs, "!" marking one that came from
+// another node than node.
+func hookPoints(evs []recorder.Event, node string) []string {
+	var got []string
+	for _, e := range evs {
+		p := e.HookPoint
+		if e.Node != node {
+			p += "!" + e.Node
+		}
+		got = append(got, p)
+	}
+	return got
+}
+
+// kvSyncLabel changes a template label of the VM and watches the launcher
+// Pod: the label-syncer sets it in place, and nothing sets it back (every
+// write to the Pod in the next 20 s is counted).
+func (s *scenario) kvSyncLabel(ctx context.Context) error {
+	vmi, pod := s.kv.vmi, s.kv.pod
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"labels":{%q:"gold"}}}}}`, syncedLabel)
+	if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "patch", "vm", vmi.Name, "--type=merge", "-p", patch); err != nil {
+		return err
+	}
+	s.Show("$ kubectl patch vm " + vmi.Name + ": template label " + syncedLabel + " silver -> gold")
+	start := time.Now()
+	var p corev1.Pod
+	err := poll(ctx, "the label on the Pod", 2*time.Minute, func() (bool, string, error) {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+			return false, "", err
+		}
+		return p.Labels[syncedLabel] == "gold", p.Labels[syncedLabel], nil
+	})
+	took := time.Since(start)
+	var v kubevirtv1.VirtualMachineInstance
+	_ = s.c.Get(ctx, client.ObjectKeyFromObject(vmi), &v)
+	s.Check("the label reached the VMI and the running launcher Pod", err == nil && v.Labels[syncedLabel] == "gold",
+		"VMI %q, Pod %q after %s%s", v.Labels[syncedLabel], p.Labels[syncedLabel], took.Round(100*time.Millisecond), errSuffix(err))
+	versions, flips := map[string]bool{p.ResourceVersion: true}, 0
+	watchEnd := time.Now().Add(20 * time.Second)
+	for time.Now().Before(watchEnd) {
+		var q corev1.Pod
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), &q); err != nil {
+			return err
+		}
+		versions[q.ResourceVersion] = true
+		if q.Labels[syncedLabel] != "gold" {
+			flips++
+		}
+		p = q
+		time.Sleep(250 * time.Millisecond)
+	}
+	s.Check("no fight: for 20 s the Pod keeps the label, written at most twice more (status updates)", flips == 0 && len(versions) <= 3,
+		"%d reads without the label, %d distinct resourceVersions", flips, len(versions))
+	s.Check("in place: the same Pod, still running, no container restarted", p.UID == pod.UID && p.Status.Phase == corev1.PodRunning &&
+		restarts(&p) == restarts(pod), "UID %s, phase %s, restarts %d", p.UID, p.Status.Phase, restarts(&p))
+	return nil
+}
+
+func (s *scenario) kvStopVM(ctx context.Context) error {
+	vmi, pod := s.kv.vmi, s.kv.pod
+	node := vmi.Status.NodeName
+	// The Pod is watched from before the stop to its deletion: virt-controller
+	// deletes it soon after it ends, quicker than a poll sees.
+	cs, err := kubernetes.NewForConfig(s.cfg)
+	if err != nil {
+		return err
+	}
+	w, err := cs.CoreV1().Pods(pod.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: pod.ResourceVersion})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "patch", "vm", vmi.Name, "--type=merge", "-p", `{"spec":{"runStrategy":"Halted"}}`); err != nil {
+		return err
+	}
+	s.Show("$ kubectl patch vm " + vmi.Name + " runStrategy Halted")
+	last, phases, err := watchToEnd(ctx, w, 4*time.Minute)
+	compute := "not seen"
+	for _, st := range last.Status.ContainerStatuses {
+		if st.Name == "compute" && st.State.Terminated != nil {
+			compute = fmt.Sprintf("exited %d (%s)", st.State.Terminated.ExitCode, st.State.Terminated.Reason)
+		}
+	}
+	s.Check("the launcher Pod completed: Succeeded, compute exited 0, before KubeVirt deleted it",
+		err == nil && last.Status.Phase == corev1.PodSucceeded && strings.HasPrefix(compute, "exited 0 "),
+		"phases %v, compute %s, last seen %s%s", phases, compute, containerStates(last), errSuffix(err))
+	err = poll(ctx, "the VMI to go", 2*time.Minute, func() (bool, string, error) {
+		var v kubevirtv1.VirtualMachineInstance
+		err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), &v)
+		return apierrors.IsNotFound(err), fmt.Sprintf("phase %s", v.Status.Phase), client.IgnoreNotFound(err)
+	})
+	s.Check("KubeVirt stopped the VM: the VMI is gone", err == nil, "%s", errText(err))
+	evs, err := s.events(ctx, node, string(vmi.UID))
+	if err != nil {
+		return err
+	}
+	got := hookPoints(evs, node)
+	// The guide lets a node hook fire more than once for one event
+	// (virt-handler calls OnVMStop on each pass while the domain shuts
+	// down); the events, repeats collapsed, are the life's in order.
+	s.Check("virt-handler on "+node+" called PreVMStart, PostVMStart, OnVMStop, PostVMStop for the VMI, in order (repeats allowed)",
+		slices.Equal(slices.Compact(slices.Clone(got)), []string{"PreVMStart", "PostVMStart", "OnVMStop", "PostVMStop"}), "got %v", got)
+	return nil
+}
+
+// watchToEnd follows a Pod's watch until the Pod is deleted and returns
+// the last state seen and the phases it went through.
+func watchToEnd(ctx context.Context, w watch.Interface, timeout time.Duration) (*corev1.Pod, []corev1.PodPhase, error) {
+	last := &corev1.Pod{}
+	var phases []corev1.PodPhase
+	deadline := time.After(timeout)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return last, phases, fmt.Errorf("the watch of the Pod ended before its deletion")
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				return last, phases, nil
+			}
+			last = p
+			if len(phases) == 0 || phases[len(phases)-1] != p.Status.Phase {
+				phases = append(phases, p.Status.Phase)
+			}
+		case <-deadline:
+			return last, phases, fmt.Errorf("the Pod was not deleted within %s", timeout)
+		case <-ctx.Done():
+			return last, phases, ctx.Err()
+		}
+	}
+}
+
+// neverUpYAML is a Plugin whose GuestDefinition sidecar no injection adds.
+func neverUpYAML(strategy string) string {
+	return `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: ` + neverUpPlugin + `
+spec:
+  condition: '"plugins.example.com/never-up" in vmi.Labels'
+  failureStrategy: ` + strategy + `
+  launcherHooks:
+  - sidecar:
+      socketPath: /var/run/kubevirt-plugin/never-up/hook.sock
+      permittedHooks:
+      - GuestDefinition
+    timeout: 5s
+`
+}
+
+// neverUpVM is a VM labelled for never-up and cel-tuning, with nothing to
+// mount and no network: no boot source (a VM under Ignore runs, in its
+// firmware), so that a retried sync meets no other error than the hook's.
+// (virt-handler of v1.9.0 fails to mount a kernel-boot image again on a
+// sync retried after a failed one: "container-disks: file exists".)
+func neverUpVM(name string) string {
+	return `apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata:
+  name: ` + name + `
+  namespace: ` + vmNamespace + `
+spec:
+  runStrategy: Always
+  template:
+    metadata:
+      labels:
+        plugins.example.com/never-up: "yes"
+        plugins.example.com/cel-tuning: enabled
+    spec:
+      terminationGracePeriodSeconds: 0
+      domain:
+        devices:
+          autoattachPodInterface: false
+        resources:
+          requests:
+            memory: 64Mi
+`
+}
+
+// vmiEvents lists the Events on a VMI as "type reason: message".
+func (s *scenario) vmiEvents(ctx context.Context, name string) ([]string, error) {
+	out, err := s.kubectl(ctx, "", "-n", vmNamespace, "get", "events", "--field-selector", "involvedObject.kind=VirtualMachineInstance,involvedObject.name="+name,
+		"-o", `jsonpath={range .items[*]}{.type} {.reason}: {.message}{"\n"}{end}`)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimSpace(out), "\n"), nil
+}
+
+func (s *scenario) kvNeverUp(ctx context.Context) error {
+	if _, err := s.kubectl(ctx, neverUpYAML("Fail"), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	s.Show("plugin never-up applied: a GuestDefinition sidecar that no injection adds, failureStrategy Fail, timeout 5s")
+	const failName, ignoreName = "never-up-fail", "never-up-ignore"
+	if _, err := s.kubectl(ctx, neverUpVM(failName), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	vmi.Namespace, vmi.Name = vmNamespace, failName
+	var message string
+	var warning string
+	err := poll(ctx, "KubeVirt to report the failed hook", 5*time.Minute, func() (bool, string, error) {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
+			return false, err.Error(), nil
+		}
+		if vmi.Status.Phase == kubevirtv1.Running {
+			return false, "", fmt.Errorf("the VMI runs although its Fail sidecar never came up")
+		}
+		message = ""
+		for _, c := range vmi.Status.Conditions {
+			if c.Type == kubevirtv1.VirtualMachineInstanceSynchronized && c.Status == corev1.ConditionFalse {
+				message = c.Message
+			}
+		}
+		evs, err := s.vmiEvents(ctx, failName)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		warning = ""
+		for _, e := range evs {
+			if strings.HasPrefix(e, "Warning ") && strings.Contains(e, neverUpPlugin) {
+				warning = e
+			}
+		}
+		return message != "" && warning != "", fmt.Sprintf("phase %s, condition %q, warning %q", vmi.Status.Phase, message, warning), nil
+	})
+	names := func(t string) bool {
+		return strings.Contains(t, neverUpPlugin) && strings.Contains(t, "GuestDefinition")
+	}
+	s.Check("the VMI does not run; its Synchronized condition names the Plugin, the hook point and the cause",
+		err == nil && vmi.Status.Phase != kubevirtv1.Running && names(message), "phase %s: %s%s", vmi.Status.Phase, message, errSuffix(err))
+	s.Check("a Warning Event on the VMI says the same", names(warning), "%s", warning)
+	if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "delete", "vm", failName, "--wait=true", "--timeout=3m"); err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, neverUpYAML("Ignore"), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	s.Show("plugin never-up changed to failureStrategy Ignore")
+	start := time.Now()
+	if _, err := s.kubectl(ctx, neverUpVM(ignoreName), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	vmi = &kubevirtv1.VirtualMachineInstance{}
+	vmi.Namespace, vmi.Name = vmNamespace, ignoreName
+	err = poll(ctx, "the VMI to run", 6*time.Minute, func() (bool, string, error) {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
+			return false, err.Error(), nil
+		}
+		return vmi.Status.Phase == kubevirtv1.Running, string(vmi.Status.Phase), nil
+	})
+	s.Check("under Ignore the VM boots without the sidecar", err == nil, "Running after %s%s", time.Since(start).Round(100*time.Millisecond), errSuffix(err))
+	if err == nil {
+		if pod, err := s.launcherPodOf(ctx, vmi); err == nil {
+			if d, _, err := s.kvDomain(ctx, pod, vmi); err == nil {
+				s.Check("and the other plugins still applied (cel-tuning's title)", d.Title == "VM "+vmi.Namespace+"/"+vmi.Name, "title %q", d.Title)
+			}
+		}
+	}
+	if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "delete", "vm", ignoreName, "--wait=false"); err != nil {
+		return err
+	}
+	_, err = s.kubectl(ctx, "", "delete", "plugin", neverUpPlugin)
+	return err
+}
