@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -752,7 +753,22 @@ func (s *scenario) kvNeverUp(ctx context.Context) error {
 		return vmi.Status.Phase == kubevirtv1.Running, string(vmi.Status.Phase), nil
 	})
 	s.Check("under Ignore the VM boots without the sidecar", err == nil, "Running after %s%s", time.Since(start).Round(100*time.Millisecond), errSuffix(err))
-	if err == nil {
+	var skipped string
+	err = poll(ctx, "a Warning Event saying what was skipped", time.Minute, func() (bool, string, error) {
+		evs, err := s.vmiEvents(ctx, ignoreName)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, e := range evs {
+			if strings.HasPrefix(e, "Warning LauncherHookFailureIgnored: ") && names(e) {
+				skipped = e
+			}
+		}
+		return skipped != "", strings.Join(evs, "; "), nil
+	})
+	s.Check("a Warning Event on the VMI, sent by virt-launcher through virt-handler, says which hook was skipped and why",
+		err == nil, "%s%s", skipped, errSuffix(err))
+	if vmi.Status.Phase == kubevirtv1.Running {
 		if pod, err := s.launcherPodOf(ctx, vmi); err == nil {
 			if d, _, err := s.kvDomain(ctx, pod, vmi); err == nil {
 				s.Check("and the other plugins still applied (cel-tuning's title)", d.Title == "VM "+vmi.Namespace+"/"+vmi.Name, "title %q", d.Title)
@@ -764,4 +780,95 @@ func (s *scenario) kvNeverUp(ctx context.Context) error {
 	}
 	_, err = s.kubectl(ctx, "", "delete", "plugin", neverUpPlugin)
 	return err
+}
+
+const (
+	noPluginManifest = "kubevirt/manifests/vm-no-plugin.yaml"
+	noPluginVM       = "no-plugin-vm"
+	// noPluginDomain is what unpatched v1.9.0 defines for noPluginVM,
+	// normalized (normalizeDomain).
+	noPluginDomain = "kubevirt/testdata/no-plugin-domain.xml"
+)
+
+// kvNoPlugin boots a VM no Plugin selects and compares its domain with the
+// one unpatched KubeVirt v1.9.0 defines for it. KVP_KUBEVIRT_DOMAIN_OUT
+// names a file to write the normalized domain to (how
+// kubevirt/testdata/no-plugin-domain.xml is made: docs/kubevirt.md).
+func (s *scenario) kvNoPlugin(ctx context.Context) error {
+	b, err := os.ReadFile(filepath.Join(s.root, noPluginManifest))
+	if err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, strings.ReplaceAll(string(b), "@IMAGE_TAG@", s.kv.tag), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	vmi.Namespace, vmi.Name = vmNamespace, noPluginVM
+	err = poll(ctx, "the VMI to run", 6*time.Minute, func() (bool, string, error) {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
+			return false, err.Error(), nil
+		}
+		return vmi.Status.Phase == kubevirtv1.Running, string(vmi.Status.Phase), nil
+	})
+	if !s.Check("the VM no Plugin selects runs", err == nil, "%s", errText(err)) {
+		return errCheckFailed
+	}
+	pod, err := s.launcherPodOf(ctx, vmi)
+	if err != nil {
+		return err
+	}
+	x, err := s.kubectl(ctx, "", "-n", pod.Namespace, "exec", pod.Name, "-c", "compute", "--", "virsh", "-c", virtqemudURI, "dumpxml", vmi.Namespace+"_"+vmi.Name)
+	if err != nil {
+		return err
+	}
+	got := normalizeDomain(x, string(vmi.UID))
+	fmt.Fprintf(s.log, "--- the domain of %s, normalized:\n%s\n", noPluginVM, got)
+	if out := os.Getenv("KVP_KUBEVIRT_DOMAIN_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(got), 0o644); err != nil {
+			return err
+		}
+		s.Show("the normalized domain written to " + out)
+	}
+	want, err := os.ReadFile(filepath.Join(s.root, noPluginDomain))
+	if err != nil {
+		return err
+	}
+	line, diff := firstDifference(string(want), got)
+	s.Check("its domain is the one unpatched v1.9.0 defines ("+noPluginDomain+"), identifiers aside", diff == "",
+		"%d lines; first difference at line %d: %s", strings.Count(got, "\n"), line, diff)
+	_, err = s.kubectl(ctx, "", "-n", vmNamespace, "delete", "vm", noPluginVM, "--wait=false")
+	return err
+}
+
+// normalizeDomain blanks in a domain's XML what differs from one boot of
+// the same VM to the next: the running domain's id (also in libvirt's
+// channel directory) and the VMI's UID (in paths).
+func normalizeDomain(x, vmiUID string) string {
+	x = domainID.ReplaceAllString(x, "<domain${1}")
+	x = channelDir.ReplaceAllString(x, "${1}ID-")
+	x = strings.ReplaceAll(x, vmiUID, "VMI-UID")
+	return strings.TrimSpace(x) + "\n"
+}
+
+var (
+	domainID   = regexp.MustCompile(`<domain( type='[a-z]+')? id='[0-9]+'`)
+	channelDir = regexp.MustCompile(`(/channel/)[0-9]+-`)
+)
+
+// firstDifference finds the first line where want and got differ.
+func firstDifference(want, got string) (int, string) {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(w), len(g)) {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return i + 1, fmt.Sprintf("want %q, got %q", strings.TrimSpace(a), strings.TrimSpace(b))
+		}
+	}
+	return 0, ""
 }
