@@ -5,8 +5,9 @@
 # kubevirt/images.sh built, and waits until the KubeVirt CR is Deployed:
 #
 #   1. loads localhost/kubevirt/<component>:TAG (and the test guest's
-#      kernel-boot image, when built) into every node: virt-operator runs
-#      on the control plane only;
+#      kernel-boot image, when built) into the nodes where each runs
+#      (kv_runs_on): the infrastructure on the control plane, virt-handler,
+#      the launcher and the guest on the workers;
 #   2. renders the release's operator manifest
 #      (manifests/release/kubevirt-operator.yaml.in) with KubeVirt's own
 #      tools/manifest-templator, built once from the release's module with
@@ -64,6 +65,7 @@ kubevirt_digest_aliases() {
   local node img repo digest
   for node in $("$KVP_KIND" get nodes --name "$KVP_KIND_CLUSTER"); do
     for img in "$@"; do
+      kv_runs_on "$img" "$node" || continue
       repo=$img
       [[ "${img##*/}" != *:* ]] || repo=${img%:*}
       digest=$(docker exec "$node" ctr -n k8s.io images ls "name==${img}" | awk 'NR > 1 {print $3; exit}')
@@ -85,6 +87,21 @@ kv_nodes_without() {
     awk -v ref="$img" -v id="$id" '$1 == ref {t = $3} $1 == id {i = $3} END {exit !(t != "" && t == i)}' "$f" ||
       basename "$f"
   done
+}
+
+# kv_runs_on IMAGE NODE: whether IMAGE has a use on NODE. KubeVirt's
+# infrastructure (virt-operator, virt-api, virt-controller,
+# virt-exportproxy) requires control-plane nodes; virt-handler, the
+# launcher and the guests' images run on the others. Loading each image
+# only where it runs halves what is copied into the nodes.
+kv_runs_on() {
+  local img=$1 node=$2 infra=1 cp=1
+  case "${img##*/}" in
+    virt-operator:* | virt-api:* | virt-controller:* | virt-exportproxy:*) ;;
+    *) infra=0 ;;
+  esac
+  kv_kubectl get node "$node" -o jsonpath='{.metadata.labels}' | grep -q '"node-role.kubernetes.io/control-plane"' || cp=0
+  [ "$infra" = "$cp" ]
 }
 
 # kv_build_patches prints the patches of kubevirt/patches that belong to
@@ -290,7 +307,9 @@ kv_deploy() {
     docker exec "$node" ctr -n k8s.io images ls >"${work}/images/${node}" 2>/dev/null || : >"${work}/images/${node}"
   done
   for img in "${imgs[@]}"; do
-    nodes=$(kv_nodes_without "$img" "${work}/images" | paste -sd, -)
+    nodes=$(kv_nodes_without "$img" "${work}/images" | while read -r node; do
+      if kv_runs_on "$img" "$node"; then echo "$node"; fi
+    done | paste -sd, -)
     [ -n "$nodes" ] || continue
     "$KVP_KIND" load docker-image --name "$KVP_KIND_CLUSTER" --nodes "$nodes" "$img" >"$load_log" 2>&1 ||
       { cat "$load_log" >&2; die "kind load docker-image ${img} failed"; }

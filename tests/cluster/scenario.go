@@ -52,7 +52,7 @@ func Run(ctx context.Context, opts Options) *transcript.Result {
 	case "kubevirt":
 		steps = slices.Concat(steps[:3], s.kubevirtSteps())
 	default:
-		return &transcript.Result{Err: fmt.Errorf("Only %q: want \"kubevirt\" or nothing", opts.Only)}
+		return &transcript.Result{Err: fmt.Errorf("option Only %q: want \"kubevirt\" or nothing", opts.Only)}
 	}
 	return r.Run(ctx, steps)
 }
