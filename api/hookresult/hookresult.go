@@ -27,6 +27,10 @@ const (
 	Error Outcome = "error"
 )
 
+// Outcomes lists every Outcome, in the order a hook can end: the values
+// of the outcome label of the launcher hook metrics.
+var Outcomes = []Outcome{Success, Skipped, Ignored, Error}
+
 // Failed reports whether the hook failed, ignored or not.
 func (o Outcome) Failed() bool { return o == Ignored || o == Error }
 

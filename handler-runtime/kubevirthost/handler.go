@@ -2,14 +2,20 @@
 
 // Package kubevirthost adapts handler-runtime to KubeVirt's virt-handler:
 // one Handler, made when virt-handler starts, keeps the Plugin store and
-// serves virt-handler's two needs in its own terms:
+// serves virt-handler's three needs in its own terms:
 //
 //   - CallNodeHooks at each lifecycle point virt-handler reports, named as
 //     KubeVirt v1.9 names them (kubevirt.io/api/plugin/v1alpha1's
 //     NodeHookPoint; its PreVMStop is the framework's OnVMStop), with the
 //     signature of virt-handler's NodeHookExecutor;
 //   - LauncherPlugins, the data virt-handler sends each virt-launcher in
-//     VirtualMachineOptions.PluginsJson (handler-runtime/launcherplugins).
+//     VirtualMachineOptions.PluginsJson (handler-runtime/launcherplugins);
+//   - RecordLauncherHookCounts, for what each virt-launcher reports back
+//     after its hook point calls: the counts of its launcher hooks'
+//     outcomes, added to virt-handler's metrics
+//     (handler-runtime/launchermetrics), since Prometheus does not scrape
+//     virt-launcher; LauncherReports takes them from the Events
+//     virt-launcher sends, KubeVirt's one channel to virt-handler.
 //
 // The Plugins come from the framework's Plugin CRD (spec.launcherHooks,
 // spec.nodeHooks), watched by handler-runtime/store; the node hooks are
@@ -24,14 +30,17 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kvplugin "kubevirt.io/api/plugin/v1alpha1"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
+	"github.com/kubevirt-plugins/framework/api/hookcounts"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
+	"github.com/kubevirt-plugins/framework/handler-runtime/launchermetrics"
 	"github.com/kubevirt-plugins/framework/handler-runtime/launcherplugins"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
 )
@@ -50,7 +59,9 @@ type Options struct {
 	// EventRecorder receives the node hook Warning Events on VMIs.
 	// Default: none.
 	EventRecorder record.EventRecorder
-	// Registerer receives the dispatch metrics. Default: none.
+	// Registerer receives the dispatch metrics and the launcher hook
+	// series the launchers report (handler-runtime/launchermetrics).
+	// Default: none.
 	Registerer prometheus.Registerer
 	// Logger receives the store's and the dispatcher's lines. Default:
 	// discard.
@@ -66,6 +77,7 @@ type Handler struct {
 	ownStore  bool
 	hooks     *dispatch.Dispatcher
 	launchers *launcherplugins.Selector
+	counts    *launchermetrics.Counters
 	log       logr.Logger
 }
 
@@ -98,6 +110,11 @@ func New(opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h.launchers, err = launcherplugins.New(launcherplugins.Options{Plugins: h.plugins, CEL: env})
+	if err != nil {
+		_ = h.hooks.Close()
+		return nil, err
+	}
+	h.counts, err = launchermetrics.New(launchermetrics.Options{Plugins: h.plugins, Registerer: opts.Registerer})
 	if err != nil {
 		_ = h.hooks.Close()
 		return nil, err
@@ -166,4 +183,69 @@ func (h *Handler) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) ([]byt
 		return nil, err
 	}
 	return lp.Data, nil
+}
+
+// RecordLauncherHookCounts adds to virt-handler's launcher hook series
+// (kubevirt_plugins_launcher_hook_outcomes_total and
+// kubevirt_plugins_launcher_hook_cel_cost_limit_exceeded_total, on
+// Options.Registerer) the counts the launcher of vmi reported: the bytes
+// its TakeHookCounts returned (launcher-runtime/kubevirthost), which
+// virt-launcher sends after each hook point call with its reply, as it
+// sends the failures its hooks skipped under Ignore. Empty data records
+// nothing. A report that is malformed, of another version, beyond the
+// bounds of api/hookcounts or naming a Plugin the store does not hold is
+// refused whole, with an error naming the VMI, the field and the cause;
+// virt-handler logs it and goes on (the VM is not affected).
+func (h *Handler) RecordLauncherHookCounts(vmi *kubevirtv1.VirtualMachineInstance, data []byte) error {
+	return h.counts.Record(vmi, data)
+}
+
+// LauncherReports returns the EventRecorder for the Events virt-launchers
+// send virt-handler through KubeVirt's launcher-to-handler channel (its
+// domain notify server): an Event on a VMI whose reason is
+// hookcounts.EventReason carries a launcher's hook counts, which it
+// records with RecordLauncherHookCounts and does not pass on (a refused
+// report is logged; the VM is not affected); every other Event goes to
+// next unchanged.
+func (h *Handler) LauncherReports(next record.EventRecorder) record.EventRecorder {
+	return &launcherReports{EventRecorder: next, h: h}
+}
+
+type launcherReports struct {
+	record.EventRecorder
+	h *Handler
+}
+
+// report records message when reason says it is a launcher's report.
+func (r *launcherReports) report(object runtime.Object, reason, message string) bool {
+	if reason != hookcounts.EventReason {
+		return false
+	}
+	vmi, ok := object.(*kubevirtv1.VirtualMachineInstance)
+	if !ok {
+		r.h.log.Info("launcher hook counts on an object that is not a VMI, dropped", "type", fmt.Sprintf("%T", object))
+		return true
+	}
+	if err := r.h.RecordLauncherHookCounts(vmi, []byte(message)); err != nil {
+		r.h.log.Error(err, "launcher hook counts refused")
+	}
+	return true
+}
+
+func (r *launcherReports) Event(object runtime.Object, eventtype, reason, message string) {
+	if !r.report(object, reason, message) {
+		r.EventRecorder.Event(object, eventtype, reason, message)
+	}
+}
+
+func (r *launcherReports) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	if !r.report(object, reason, fmt.Sprintf(messageFmt, args...)) {
+		r.EventRecorder.Eventf(object, eventtype, reason, messageFmt, args...)
+	}
+}
+
+func (r *launcherReports) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	if !r.report(object, reason, fmt.Sprintf(messageFmt, args...)) {
+		r.EventRecorder.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
+	}
 }

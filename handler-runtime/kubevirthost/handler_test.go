@@ -8,19 +8,25 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kvplugin "kubevirt.io/api/plugin/v1alpha1"
 
+	"github.com/kubevirt-plugins/framework/api/hookcounts"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
 	"github.com/kubevirt-plugins/framework/handler-runtime/kubevirthost"
@@ -96,6 +102,12 @@ func plugin(t *testing.T, name string, spec pluginv1alpha1.PluginSpec) runtime.O
 
 func newHandler(t *testing.T, root string, plugins ...runtime.Object) *kubevirthost.Handler {
 	t.Helper()
+	return newHandlerOn(t, root, nil, plugins...)
+}
+
+// newHandlerOn is newHandler with its metrics registered on reg.
+func newHandlerOn(t *testing.T, root string, reg prometheus.Registerer, plugins ...runtime.Object) *kubevirthost.Handler {
+	t.Helper()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{store.Resource(): "PluginList"}, plugins...)
 	s, err := store.New(store.Options{Client: client})
@@ -103,7 +115,7 @@ func newHandler(t *testing.T, root string, plugins ...runtime.Object) *kubevirth
 		t.Fatal(err)
 	}
 	go func() { _ = s.Run(t.Context()) }()
-	h, err := kubevirthost.New(kubevirthost.Options{Plugins: s, SocketRoots: []string{root}})
+	h, err := kubevirthost.New(kubevirthost.Options{Plugins: s, SocketRoots: []string{root}, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,4 +189,115 @@ func TestLauncherPluginsHandsOverThePluginsWithLauncherHooks(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].Name != "cel-tuning" {
 		t.Fatalf("handed over %s", data)
 	}
+}
+
+// virt-handler's registry holds the launcher hook series the launchers of
+// its node report next to its node hook series, without a clash: a report
+// recorded through the Handler is scraped from it, with the series of the
+// Plugins it knows at 0; a report naming a Plugin it does not know is
+// refused, naming the VMI.
+func TestLauncherHookCountsAreScrapedFromVirtHandlerNextToTheNodeHookSeries(t *testing.T) {
+	root := t.TempDir()
+	reg := prometheus.NewPedanticRegistry()
+	h := newHandlerOn(t, root, reg, plugin(t, "both", pluginv1alpha1.PluginSpec{
+		LauncherHooks: []pluginv1alpha1.LauncherHook{{CEL: &pluginv1alpha1.CELHook{
+			HookPoint: pluginv1alpha1.GuestDefinition, Expression: `Domain{CPU: DomainCPU{Mode: "host-passthrough"}}`,
+		}}},
+		NodeHooks: []pluginv1alpha1.NodeHook{{
+			Socket: filepath.Join(root, "absent.sock"), PermittedHooks: []pluginv1alpha1.NodeHookPoint{pluginv1alpha1.PreVMStart},
+			FailureStrategy: pluginv1alpha1.Ignore,
+		}},
+	}))
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vm"}}
+	if err := h.CallNodeHooks(kvplugin.NodeHookPreVMStart, vmi, "worker-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RecordLauncherHookCounts(vmi, []byte(`{"version":1,"outcomes":[{"plugin":"both","hookPoint":"GuestDefinition","outcome":"error","count":2}],
+		"celCostLimitExceeded":[{"plugin":"both","hookPoint":"GuestDefinition","count":1}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	err := h.RecordLauncherHookCounts(vmi, []byte(`{"version":1,"outcomes":[{"plugin":"stranger","hookPoint":"PreBoot","outcome":"error","count":1}]}`))
+	if err == nil || !strings.Contains(err.Error(), "VMI default/vm") || !strings.Contains(err.Error(), `"stranger"`) {
+		t.Fatalf("a report naming an unknown Plugin: error %v", err)
+	}
+	want := `
+# HELP kubevirt_plugins_launcher_hook_cel_cost_limit_exceeded_total Evaluations of a plugin's CEL condition or GuestDefinition expression stopped by the CEL cost limit in a launcher, per plugin and hook point, as the virt-launchers of the node reported them to virt-handler.
+# TYPE kubevirt_plugins_launcher_hook_cel_cost_limit_exceeded_total counter
+kubevirt_plugins_launcher_hook_cel_cost_limit_exceeded_total{hook_point="GuestDefinition",plugin="both"} 1
+# HELP kubevirt_plugins_launcher_hook_outcomes_total Launcher hook runs per plugin, hook point and outcome (success, error, ignored, skipped), as the virt-launchers of the node reported them to virt-handler.
+# TYPE kubevirt_plugins_launcher_hook_outcomes_total counter
+kubevirt_plugins_launcher_hook_outcomes_total{hook_point="GuestDefinition",outcome="error",plugin="both"} 2
+kubevirt_plugins_launcher_hook_outcomes_total{hook_point="GuestDefinition",outcome="ignored",plugin="both"} 0
+kubevirt_plugins_launcher_hook_outcomes_total{hook_point="GuestDefinition",outcome="skipped",plugin="both"} 0
+kubevirt_plugins_launcher_hook_outcomes_total{hook_point="GuestDefinition",outcome="success",plugin="both"} 0
+# HELP kubevirt_plugins_node_hook_ignored_failures_total Node hook calls that failed or timed out and were ignored by failureStrategy Ignore.
+# TYPE kubevirt_plugins_node_hook_ignored_failures_total counter
+kubevirt_plugins_node_hook_ignored_failures_total{hook_point="PreVMStart",plugin="both"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"kubevirt_plugins_launcher_hook_outcomes_total", "kubevirt_plugins_launcher_hook_cel_cost_limit_exceeded_total",
+		dispatch.MetricIgnoredFailures); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", err, problems)
+	}
+}
+
+// virt-handler hands LauncherReports the recorder of its domain notify
+// server: a launcher's report, arriving as an Event of the reserved
+// reason, becomes counts and never an Event; every other Event passes.
+func TestLauncherReportsTakeTheCountsOutOfTheEventsAndPassTheRest(t *testing.T) {
+	root := t.TempDir()
+	reg := prometheus.NewPedanticRegistry()
+	h := newHandlerOn(t, root, reg, plugin(t, "tuner", pluginv1alpha1.PluginSpec{
+		LauncherHooks: []pluginv1alpha1.LauncherHook{{CEL: &pluginv1alpha1.CELHook{
+			HookPoint: pluginv1alpha1.GuestDefinition, Expression: `Domain{CPU: DomainCPU{Mode: "host-passthrough"}}`,
+		}}},
+	}))
+	next := record.NewFakeRecorder(10)
+	rec := h.LauncherReports(next)
+	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vm"}}
+	report := `{"version":1,"outcomes":[{"plugin":"tuner","hookPoint":"GuestDefinition","outcome":"success","count":1}]}`
+	rec.Event(vmi, corev1.EventTypeNormal, hookcounts.EventReason, report)
+	rec.Eventf(vmi, corev1.EventTypeNormal, hookcounts.EventReason, "%s", report)
+	rec.Event(vmi, corev1.EventTypeNormal, hookcounts.EventReason, `{"version":1,"outcomes":[{"plugin":"stranger","hookPoint":"PreBoot","outcome":"error","count":1}]}`)
+	rec.Event(vmi, corev1.EventTypeWarning, "SyncFailed", "something else")
+	rec.AnnotatedEventf(vmi, nil, corev1.EventTypeNormal, "Started", "VMI %s started", vmi.Name)
+	close(next.Events)
+	var passed []string
+	for e := range next.Events {
+		passed = append(passed, e)
+	}
+	if want := []string{"Warning SyncFailed something else", "Normal Started VMI vm started"}; !slices.Equal(passed, want) {
+		t.Errorf("Events passed on: got %q, want %q", passed, want)
+	}
+	if got := outcomeCount(t, reg, "tuner", "GuestDefinition", "success"); got != 2 {
+		t.Errorf("tuner's GuestDefinition successes: got %v, want 2 (two reports, the refused one not counted)", got)
+	}
+}
+
+// outcomeCount reads one series of the launcher outcome counter in reg.
+func outcomeCount(t *testing.T, reg prometheus.Gatherer, plugin, point, outcome string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "kubevirt_plugins_launcher_hook_outcomes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["plugin"] == plugin && l["hook_point"] == point && l["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no launcher outcome series {plugin=%q,hook_point=%q,outcome=%q}", plugin, point, outcome)
+	return 0
 }

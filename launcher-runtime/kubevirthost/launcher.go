@@ -15,7 +15,11 @@
 //     before it starts the domain;
 //   - MigrationTarget when it prepares to receive a migration;
 //   - PreMigrationSource with the flags and parameters it would hand
-//     libvirt's MigrateToURI3.
+//     libvirt's MigrateToURI3;
+//   - after each of these hook point calls, Ignored and TakeHookCounts,
+//     whose results it hands virt-handler: the failures skipped under
+//     Ignore, for Warning Events, and the hook outcome counts, for
+//     virt-handler's metrics (Prometheus does not scrape virt-launcher).
 //
 // A Launcher handed no Plugin does nothing at any hook point and builds no
 // CEL environment: a VM no Plugin selects boots as without the framework.
@@ -49,10 +53,14 @@ type Options struct {
 	// Logger receives what the pipeline logs and one line per set of
 	// Plugins handed over. Default: discard.
 	Logger logr.Logger
-	// Registerer receives the pipeline's metrics. Default: none.
+	// Registerer receives the pipeline's metrics. Default: none. The
+	// outcome and cost-limit counts are kept for TakeHookCounts either
+	// way.
 	Registerer prometheus.Registerer
 	// Pipeline holds the remaining pipeline options (socket root, budget);
-	// its Logger and Registerer are taken from the fields above.
+	// its Logger and Registerer are taken from the fields above. Its
+	// OnOutcome, if set, is called before the Launcher counts for
+	// TakeHookCounts.
 	Pipeline pipeline.Options
 }
 
@@ -69,6 +77,10 @@ type Launcher struct {
 	// ignored are the failures skipped under Ignore that Ignored has not
 	// handed out yet.
 	ignored []string
+
+	// counts are the hook outcome counts TakeHookCounts has not handed out
+	// yet; they have their own lock.
+	counts hookCounts
 }
 
 // maxIgnored bounds the failures kept for Ignored between two calls; the
@@ -81,9 +93,19 @@ func New(opts Options) *Launcher {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
+	l := &Launcher{log: log, counts: hookCounts{log: log.WithName("hook-counts")}}
 	opts.Pipeline.Logger = log.WithName("pipeline")
 	opts.Pipeline.Registerer = opts.Registerer
-	return &Launcher{opts: opts, log: log}
+	count := l.counts.add
+	if host := opts.Pipeline.OnOutcome; host != nil {
+		count = func(c pipeline.CountedOutcome) {
+			host(c)
+			l.counts.add(c)
+		}
+	}
+	opts.Pipeline.OnOutcome = count
+	l.opts = opts
+	return l
 }
 
 // SetPlugins takes the Plugins virt-handler handed over. The same data

@@ -130,6 +130,12 @@
 // that the CEL cost limit stopped (the hook's error wraps
 // celenv.ErrCostLimitExceeded and quotes the expression).
 //
+// Prometheus scrapes virt-handler, not virt-launcher's Pod.
+// Options.OnOutcome receives every count of the outcome and cost-limit
+// metrics, Registerer set or not, so that the host can hand them to
+// virt-handler: launcher-runtime/kubevirthost keeps them and writes them as
+// an api/hookcounts report (Launcher.TakeHookCounts).
+//
 // The package needs no cgo: the libvirt adapter that defines, starts and
 // migrates the domain lives in launcher-runtime/domainrun, and kvpctl uses
 // this package to run the chains on a plugin author's machine.

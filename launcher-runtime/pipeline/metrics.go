@@ -104,12 +104,36 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-func (m *metrics) observe(plugin, point string, outcome hookresult.Outcome, took time.Duration, err error) {
+// CountedOutcome is one count of the outcome metric, handed to
+// Options.OnOutcome: a run of a hook of Plugin at HookPoint that ended with
+// Outcome.
+type CountedOutcome struct {
+	Plugin    string
+	HookPoint pluginv1alpha1.LauncherHookPoint
+	Outcome   hookresult.Outcome
+	// CELCostLimitExceeded: the run failed because the CEL cost limit
+	// stopped an evaluation of the plugin's CEL (a condition, a
+	// GuestDefinition expression); MetricCELCostLimitExceeded counts it
+	// too.
+	CELCostLimitExceeded bool
+}
+
+// count records the outcome of a hook of plugin in the metrics and hands
+// it to Options.OnOutcome: both count the same runs.
+func (c *call) count(plugin string, outcome hookresult.Outcome, took time.Duration, err error) {
+	costLimit := errors.Is(err, celenv.ErrCostLimitExceeded)
+	c.p.metrics.observe(plugin, string(c.point), outcome, took, costLimit)
+	if f := c.p.opts.OnOutcome; f != nil {
+		f(CountedOutcome{Plugin: plugin, HookPoint: c.point, Outcome: outcome, CELCostLimitExceeded: costLimit})
+	}
+}
+
+func (m *metrics) observe(plugin, point string, outcome hookresult.Outcome, took time.Duration, costLimit bool) {
 	if m == nil {
 		return
 	}
 	m.outcomes.WithLabelValues(plugin, point, string(outcome)).Inc()
-	if errors.Is(err, celenv.ErrCostLimitExceeded) {
+	if costLimit {
 		m.celLimit.WithLabelValues(plugin, point).Inc()
 	}
 	if outcome != hookresult.Skipped {

@@ -28,6 +28,16 @@ type Options struct {
 	// Default: nil, no metrics are recorded.
 	Registerer prometheus.Registerer
 
+	// OnOutcome, when set, is called with every count the Pipeline adds
+	// to its outcome metric, and says whether it adds one to the CEL
+	// cost-limit metric too, whether or not Registerer is set: a host
+	// whose metrics are not scraped hands the counts on
+	// (launcher-runtime/kubevirthost does, to virt-handler). It is called
+	// during the hook point call, by the goroutine running it, and must
+	// return quickly; concurrent calls of the Pipeline call it
+	// concurrently. Default: nil.
+	OnOutcome func(CountedOutcome)
+
 	// LegacyHooks runs the legacy annotation-based hook sidecars before
 	// the plugin GuestDefinition hooks. Default: nil, none.
 	LegacyHooks LegacyHooks

@@ -124,7 +124,7 @@ type Change struct {
 // observe counts the outcome of hook h of plugin pl (nil for the plugin's
 // condition) and, when a report is kept, adds the hook to it.
 func (c *call) observe(pl *compiledPlugin, h *compiledHook, outcome hookresult.Outcome, took time.Duration, err error) {
-	c.p.metrics.observe(pl.name, string(c.point), outcome, took, err)
+	c.count(pl.name, outcome, took, err)
 	waited := c.socketWait
 	c.socketWait = 0
 	if c.report == nil {
@@ -147,7 +147,7 @@ func (c *call) observe(pl *compiledPlugin, h *compiledHook, outcome hookresult.O
 // success (a sidecar's answer that does not decode) and corrects its entry
 // in the report.
 func (c *call) observeLate(pl *compiledPlugin, h *compiledHook, outcome hookresult.Outcome, err error) {
-	c.p.metrics.observe(pl.name, string(c.point), outcome, 0, err)
+	c.count(pl.name, outcome, 0, err)
 	if c.report == nil {
 		return
 	}

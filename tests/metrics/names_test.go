@@ -20,6 +20,7 @@ import (
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
+	"github.com/kubevirt-plugins/framework/handler-runtime/launchermetrics"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
@@ -75,6 +76,14 @@ func TestMetricNamesAreTheConstantsInTheNamespaceAndDocumented(t *testing.T) {
 			},
 		},
 		{
+			"launcher_hook", "handler-runtime/launchermetrics/doc.go",
+			[]string{launchermetrics.MetricHookOutcomes, launchermetrics.MetricCELCostLimitExceeded},
+			func(reg prometheus.Registerer) error {
+				_, err := launchermetrics.New(launchermetrics.Options{Plugins: noPlugins{}, Registerer: reg})
+				return err
+			},
+		},
+		{
 			"node_hook", "handler-runtime/dispatch/doc.go",
 			[]string{dispatch.MetricCallDuration, dispatch.MetricIgnoredFailures, dispatch.MetricDispatchDuration,
 				dispatch.MetricDispatchesInFlight, dispatch.MetricVMIWait, dispatch.MetricCELCostLimitExceeded},
@@ -118,6 +127,20 @@ func TestMetricNamesAreTheConstantsInTheNamespaceAndDocumented(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// virt-handler exposes the launcher hook counts the launchers report under
+// the names the launcher's pipeline registers them, which the rules and the
+// dashboard of deploy/monitoring read.
+func TestVirtHandlerExposesTheLauncherSeriesUnderTheLaunchersNames(t *testing.T) {
+	for handler, launcher := range map[string]string{
+		launchermetrics.MetricHookOutcomes:         pipeline.MetricHookOutcomes,
+		launchermetrics.MetricCELCostLimitExceeded: pipeline.MetricCELCostLimitExceeded,
+	} {
+		if handler != launcher {
+			t.Errorf("virt-handler exposes %s, the launcher registers %s", handler, launcher)
+		}
 	}
 }
 

@@ -4,9 +4,10 @@
 // from the code that registers them, and writes docs/metrics.md.
 //
 // Each of the project's own collectors is registered the way its component
-// registers it (pipeline.New, dispatch.New, syncmetrics.New, an SDK server
-// made with sdk.WithRegisterer) on a Registerer that keeps what it is
-// given, so that a metric is listed whether or not it has been observed.
+// registers it (pipeline.New, launchermetrics.New, dispatch.New,
+// syncmetrics.New, an SDK server made with sdk.WithRegisterer) on a
+// Registerer that keeps what it is given, so that a metric is listed
+// whether or not it has been observed.
 // controller-runtime registers its collectors on its own registry when its
 // packages are initialised; they are read from that registry. The Go
 // runtime and process collectors controller-runtime adds (go_*,
@@ -30,6 +31,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	// Every package of controller-runtime that registers collectors in its
 	// init is linked by both controllers (tests/monitoring checks the
 	// listing against their binaries' dependencies); these imports bring
@@ -39,7 +41,9 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	_ "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
+	"github.com/kubevirt-plugins/framework/handler-runtime/launchermetrics"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
@@ -70,7 +74,15 @@ func Inventory() ([]Source, error) {
 	sources := []Source{
 		{
 			Title: "Launcher hooks (launcher-runtime/pipeline)",
-			About: "Registered by `pipeline.New` on `Options.Registerer`, in the process that runs the launcher hooks of one VM (virt-launcher).",
+			About: "Registered by `pipeline.New` on `Options.Registerer`, in the process that runs the launcher hooks of one VM (virt-launcher), which Prometheus does not scrape: " +
+				"virt-handler exposes the outcome and cost-limit counts (next section).",
+		},
+		{
+			Title: "Launcher hooks, as virt-handler exposes them (handler-runtime/launchermetrics)",
+			About: "Registered by `launchermetrics.New` on `Options.Registerer` (by `kubevirthost.New` of handler-runtime, on virt-handler's registry): one set per node. " +
+				"virt-launcher hands virt-handler the counts of its launcher hooks after each hook point call (`TakeHookCounts` of launcher-runtime's `kubevirthost`), " +
+				"and virt-handler adds them here (`Handler.RecordLauncherHookCounts`). The series of a Plugin are at 0 from the moment virt-handler knows it, " +
+				"for each launcher hook point it declares, and are dropped when it is deleted.",
 		},
 		{
 			Title: "Node hooks (handler-runtime/dispatch)",
@@ -88,6 +100,10 @@ func Inventory() ([]Source, error) {
 	register := []func(prometheus.Registerer) error{
 		func(reg prometheus.Registerer) error {
 			_, err := pipeline.New(nil, pipeline.Options{Registerer: reg})
+			return err
+		},
+		func(reg prometheus.Registerer) error {
+			_, err := launchermetrics.New(launchermetrics.Options{Plugins: oneLauncherPlugin{}, Registerer: reg})
 			return err
 		},
 		func(reg prometheus.Registerer) error {
@@ -360,6 +376,19 @@ func Names(sources []Source) []string {
 type noPlugins struct{}
 
 func (noPlugins) Snapshot() (store.Snapshot, error) { return store.Snapshot{Enabled: true}, nil }
+
+// oneLauncherPlugin is a Plugin store that holds one Plugin with a
+// launcher hook. launchermetrics registers a collector that is not a
+// vector, whose series exist only for the Plugins it knows: those of this
+// one tell their types.
+type oneLauncherPlugin struct{}
+
+func (oneLauncherPlugin) Snapshot() (store.Snapshot, error) {
+	p := &pluginv1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: "listed"}, Spec: pluginv1alpha1.PluginSpec{
+		LauncherHooks: []pluginv1alpha1.LauncherHook{{CEL: &pluginv1alpha1.CELHook{HookPoint: pluginv1alpha1.GuestDefinition, Expression: "Domain{}"}}},
+	}}
+	return store.Snapshot{Plugins: []*pluginv1alpha1.Plugin{p}, Enabled: true, Revision: 1}, nil
+}
 
 // nodeHandler is a node hook handler that is never called.
 type nodeHandler struct{}

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package hookcounts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kubevirt-plugins/framework/api/hookresult"
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+)
+
+// Version is the version of the format this package writes and reads.
+const Version = 1
+
+// EventReason is the reason of the Event that carries a report when the
+// host's only channel from virt-launcher to virt-handler is the one for
+// Events, as in KubeVirt (its launcher-to-handler notifier): the launcher
+// sends the report as the message of a Normal Event of this reason on the
+// VMI, and virt-handler's recorder, wrapped by handler-runtime's
+// Handler.LauncherReports, records the counts instead of sending the Event
+// to the API server.
+const EventReason = "KubeVirtPluginsLauncherHookCounts"
+
+// Bounds of a report. A launcher that reports after each of its hook
+// point calls stays far below them: one call adds at most twice
+// pluginv1alpha1.MaxHooks to a plugin's counts (a sidecar whose answer
+// fails to decode is counted a success, then a failure), and a VM is
+// handed a few Plugins.
+const (
+	// MaxSize bounds the encoded report, in bytes.
+	MaxSize = 256 << 10
+	// MaxEntries bounds the entries of a report, outcomes and
+	// celCostLimitExceeded together: three hook points and five series
+	// each (four outcomes and the cost-limit stops) for 34 plugins.
+	MaxEntries = 512
+	// MaxCount bounds the count of one entry.
+	MaxCount = 1 << 20
+)
+
+// Report is what a launcher's hooks did since its previous report.
+type Report struct {
+	// Version is the format's version, Version.
+	Version int `json:"version"`
+	// Outcomes are the runs of launcher hooks per plugin, hook point and
+	// outcome.
+	Outcomes []OutcomeCount `json:"outcomes,omitempty"`
+	// CELCostLimitExceeded are the evaluations of a plugin's CEL (its
+	// conditions, its GuestDefinition expressions) the CEL cost limit
+	// stopped, per plugin and hook point.
+	CELCostLimitExceeded []CELCostLimitCount `json:"celCostLimitExceeded,omitempty"`
+}
+
+// OutcomeCount is how many runs of a plugin's hooks at a hook point ended
+// with an outcome.
+type OutcomeCount struct {
+	Plugin    string                           `json:"plugin"`
+	HookPoint pluginv1alpha1.LauncherHookPoint `json:"hookPoint"`
+	Outcome   hookresult.Outcome               `json:"outcome"`
+	// Count is at least 1 and at most MaxCount.
+	Count int64 `json:"count"`
+}
+
+// CELCostLimitCount is how many evaluations of a plugin's CEL at a hook
+// point the CEL cost limit stopped.
+type CELCostLimitCount struct {
+	Plugin    string                           `json:"plugin"`
+	HookPoint pluginv1alpha1.LauncherHookPoint `json:"hookPoint"`
+	// Count is at least 1 and at most MaxCount.
+	Count int64 `json:"count"`
+}
+
+// Empty reports whether r counts nothing.
+func (r *Report) Empty() bool {
+	return len(r.Outcomes) == 0 && len(r.CELCostLimitExceeded) == 0
+}
+
+// Decode reads a report and checks it (Validate). Its errors name the
+// field at fault: "outcomes[2].hookPoint: ...".
+func Decode(data []byte) (*Report, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("report of %d bytes: larger than %d", len(data), MaxSize)
+	}
+	// The version first, read leniently: a report of another version may
+	// have fields this one does not know, and saying that its version is
+	// not this one is the useful answer.
+	// json.Unmarshal also refuses data after the object.
+	var v struct {
+		Version *json.RawMessage `json:"version"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("not a launcher hook counts report: %w", err)
+	}
+	if v.Version == nil {
+		return nil, errors.New("version: missing")
+	}
+	if s := string(*v.Version); s != fmt.Sprint(Version) {
+		return nil, fmt.Errorf("version: %s is not %d, the only version this reader knows", s, Version)
+	}
+	r := &Report{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(r); err != nil {
+		return nil, fmt.Errorf("not a launcher hook counts report: %w", err)
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Validate checks r as Decode does, but for its size.
+func (r *Report) Validate() error {
+	if r.Version != Version {
+		return fmt.Errorf("version: %d is not %d, the only version this reader knows", r.Version, Version)
+	}
+	if n := len(r.Outcomes) + len(r.CELCostLimitExceeded); n > MaxEntries {
+		return fmt.Errorf("outcomes and celCostLimitExceeded: %d entries, more than %d", n, MaxEntries)
+	}
+	seen := make(map[OutcomeCount]bool, len(r.Outcomes))
+	for i, o := range r.Outcomes {
+		field := fmt.Sprintf("outcomes[%d]", i)
+		if err := checkEntry(field, o.Plugin, o.HookPoint, o.Count); err != nil {
+			return err
+		}
+		if !slices.Contains(hookresult.Outcomes, o.Outcome) {
+			return fmt.Errorf("%s.outcome: %q is not one of %s", field, o.Outcome, list(hookresult.Outcomes))
+		}
+		key := OutcomeCount{Plugin: o.Plugin, HookPoint: o.HookPoint, Outcome: o.Outcome}
+		if seen[key] {
+			return fmt.Errorf("%s: plugin %q, hook point %s, outcome %s counted twice", field, o.Plugin, o.HookPoint, o.Outcome)
+		}
+		seen[key] = true
+	}
+	seenCEL := make(map[CELCostLimitCount]bool, len(r.CELCostLimitExceeded))
+	for i, c := range r.CELCostLimitExceeded {
+		field := fmt.Sprintf("celCostLimitExceeded[%d]", i)
+		if err := checkEntry(field, c.Plugin, c.HookPoint, c.Count); err != nil {
+			return err
+		}
+		key := CELCostLimitCount{Plugin: c.Plugin, HookPoint: c.HookPoint}
+		if seenCEL[key] {
+			return fmt.Errorf("%s: plugin %q, hook point %s counted twice", field, c.Plugin, c.HookPoint)
+		}
+		seenCEL[key] = true
+	}
+	return nil
+}
+
+// checkEntry checks what both kinds of entry have.
+func checkEntry(field, plugin string, point pluginv1alpha1.LauncherHookPoint, count int64) error {
+	if plugin == "" {
+		return fmt.Errorf("%s.plugin: empty", field)
+	}
+	if !slices.Contains(pluginv1alpha1.LauncherHookPoints, point) {
+		return fmt.Errorf("%s.hookPoint: %q is not a launcher hook point (%s)", field, point, list(pluginv1alpha1.LauncherHookPoints))
+	}
+	if count < 1 || count > MaxCount {
+		return fmt.Errorf("%s.count: %d is not between 1 and %d", field, count, MaxCount)
+	}
+	return nil
+}
+
+func list[S ~string](values []S) string {
+	s := make([]string, len(values))
+	for i, v := range values {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package launchermetrics exposes, in virt-handler, the launcher hook
+// counts of the VMs of its node. Launcher hooks run in virt-launcher, one
+// Pod per VM, which Prometheus does not scrape; each launcher hands the
+// counts of its outcomes and CEL cost-limit stops since its previous
+// report (an api/hookcounts report, launcher-runtime/kubevirthost's
+// Launcher.TakeHookCounts) to virt-handler, which passes the bytes to
+// Counters.Record (handler-runtime/kubevirthost's
+// Handler.RecordLauncherHookCounts). Counters adds them to two series on
+// virt-handler's Registerer, of the names and labels launcher-runtime's
+// pipeline registers in the launcher, so that the alerts and the dashboard
+// of deploy/monitoring read them from one scrape per node:
+//
+//   - kubevirt_plugins_launcher_hook_outcomes_total{plugin, hook_point, outcome}:
+//     launcher hook runs, outcome success, skipped, ignored or error;
+//   - kubevirt_plugins_launcher_hook_cel_cost_limit_exceeded_total{plugin, hook_point}:
+//     evaluations of a plugin's CEL (conditions, GuestDefinition
+//     expressions) the CEL cost limit stopped.
+//
+// Their help text differs from the pipeline's: a process that ran launcher
+// hooks and recorded them on the same Registerer would count them twice,
+// and fails to register instead.
+//
+// # What is refused
+//
+// virt-handler trusts a launcher less than itself, so Record refuses a
+// report whole, recording nothing of it, with an error naming the VMI and
+// the field at fault, when api/hookcounts' Decode refuses it (size, version,
+// shape, a hook point that is not a launcher hook point, an unknown
+// outcome, a count outside 1 to hookcounts.MaxCount, a series twice) or
+// when it names a plugin that is not among the Plugins of the store at
+// that moment. The label values are therefore bounded by what the store
+// holds.
+//
+// # Series follow the Plugins
+//
+// The series of every Plugin of the store are there at 0 before any
+// report counts them, for each launcher hook point the Plugin declares
+// (its CEL hooks' hookPoint, its sidecars' permittedHooks): every outcome,
+// and the cost-limit stops. Prometheus's increase() and rate() compare two
+// samples of a series; a series that first appears with the count 1 has no
+// earlier sample to compare with, and the first failure of a Plugin, which
+// is what the alerts are for, would read as no increase. The series of a
+// Plugin deleted from the store are dropped. Both happen when the series
+// are gathered (each scrape) and when a report is recorded, each time the
+// store's revision has changed since the last time.
+package launchermetrics

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package launchermetrics
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/kubevirt-plugins/framework/api/hookcounts"
+	"github.com/kubevirt-plugins/framework/api/hookresult"
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
+	"github.com/kubevirt-plugins/framework/handler-runtime/store"
+	"github.com/kubevirt-plugins/framework/protos/collectors"
+)
+
+// Metric names registered on Options.Registerer, listed in the package
+// documentation: those launcher-runtime's pipeline registers in the
+// launcher.
+const (
+	MetricHookOutcomes         = metricPrefix + "outcomes_total"
+	MetricCELCostLimitExceeded = metricPrefix + "cel_cost_limit_exceeded_total"
+)
+
+// metricPrefix begins the name of every metric of the launcher hooks.
+const metricPrefix = pluginv1alpha1.MetricsNamespace + "_launcher_hook_"
+
+// PluginSource provides the Plugins the node knows; *store.Store is one.
+type PluginSource interface {
+	Snapshot() (store.Snapshot, error)
+}
+
+var _ PluginSource = (*store.Store)(nil)
+
+// Options configure Counters.
+type Options struct {
+	// Plugins are the Plugins a report may name. Required.
+	Plugins PluginSource
+	// Registerer receives the series. Default: none; Record still checks
+	// reports.
+	Registerer prometheus.Registerer
+}
+
+// Counters are the node's launcher hook series. Safe for concurrent use.
+type Counters struct {
+	c *collector
+}
+
+// New makes the series and registers them on opts.Registerer, or reuses
+// those an earlier Counters registered there (with the Plugins it was
+// given), following the project's registration rule (protos/collectors).
+func New(opts Options) (*Counters, error) {
+	if opts.Plugins == nil {
+		return nil, errors.New("launchermetrics: Options.Plugins is required")
+	}
+	c := &collector{
+		plugins: opts.Plugins,
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricHookOutcomes,
+			Help: "Launcher hook runs per plugin, hook point and outcome (success, error, ignored, skipped), as the virt-launchers of the node reported them to virt-handler.",
+		}, []string{"plugin", "hook_point", "outcome"}),
+		celLimit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricCELCostLimitExceeded,
+			Help: "Evaluations of a plugin's CEL condition or GuestDefinition expression stopped by the CEL cost limit in a launcher, per plugin and hook point, as the virt-launchers of the node reported them to virt-handler.",
+		}, []string{"plugin", "hook_point"}),
+	}
+	if opts.Registerer != nil {
+		var err error
+		if c, err = collectors.Register(opts.Registerer, c); err != nil {
+			return nil, fmt.Errorf("registering launcher hook metrics: %w", err)
+		}
+	}
+	return &Counters{c: c}, nil
+}
+
+// Record adds the counts of data, a report the launcher of vmi wrote
+// (api/hookcounts), to the series. Empty data records nothing. A report
+// that does not decode, or that names a Plugin the store does not hold,
+// is refused whole: nothing of it is recorded, and the error names the
+// VMI, the field and the cause.
+func (c *Counters) Record(vmi *kubevirtv1.VirtualMachineInstance, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	r, err := hookcounts.Decode(data)
+	if err != nil {
+		return fmt.Errorf("launcher hook counts of VMI %s: %w", name(vmi), err)
+	}
+	return c.c.record(vmi, r)
+}
+
+func name(vmi *kubevirtv1.VirtualMachineInstance) string {
+	if vmi == nil {
+		return "(none given)"
+	}
+	return vmi.Namespace + "/" + vmi.Name
+}
+
+// collector holds the two series and brings them in line with the Plugins
+// of the source before they are gathered.
+type collector struct {
+	plugins  PluginSource
+	outcomes *prometheus.CounterVec
+	celLimit *prometheus.CounterVec
+
+	// mu orders record and sync: a report checked against one set of
+	// Plugins is added before the series of a Plugin deleted since are
+	// dropped.
+	mu sync.Mutex
+	// synced is set once known holds the Plugins of the source at
+	// revision and enabled.
+	synced   bool
+	revision uint64
+	enabled  bool
+	known    map[string]bool
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	c.outcomes.Describe(ch)
+	c.celLimit.Describe(ch)
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	// A store not synced yet keeps the series as they are.
+	_, _ = c.sync()
+	c.mu.Unlock()
+	c.outcomes.Collect(ch)
+	c.celLimit.Collect(ch)
+}
+
+// sync brings the series in line with the Plugins of the source when they
+// changed since the last time, and returns the names of those Plugins;
+// c.mu is held.
+func (c *collector) sync() (map[string]bool, error) {
+	snap, err := c.plugins.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	if c.synced && snap.Revision == c.revision && snap.Enabled == c.enabled {
+		return c.known, nil
+	}
+	known := make(map[string]bool, len(snap.Plugins))
+	for _, p := range snap.Plugins {
+		known[p.Name] = true
+		// A series that does not exist yet is made at 0, so that the
+		// first count of a Plugin is an increase Prometheus sees (see the
+		// package documentation, "Series follow the Plugins").
+		for _, point := range declaredPoints(p) {
+			for _, o := range hookresult.Outcomes {
+				c.outcomes.WithLabelValues(p.Name, string(point), string(o))
+			}
+			c.celLimit.WithLabelValues(p.Name, string(point))
+		}
+	}
+	for p := range c.known {
+		if !known[p] {
+			c.outcomes.DeletePartialMatch(prometheus.Labels{"plugin": p})
+			c.celLimit.DeletePartialMatch(prometheus.Labels{"plugin": p})
+		}
+	}
+	c.synced, c.revision, c.enabled, c.known = true, snap.Revision, snap.Enabled, known
+	return known, nil
+}
+
+// declaredPoints are the launcher hook points p's hooks handle.
+func declaredPoints(p *pluginv1alpha1.Plugin) []pluginv1alpha1.LauncherHookPoint {
+	var out []pluginv1alpha1.LauncherHookPoint
+	for _, point := range pluginv1alpha1.LauncherHookPoints {
+		if slices.ContainsFunc(p.Spec.LauncherHooks, func(h pluginv1alpha1.LauncherHook) bool { return h.Handles(point) }) {
+			out = append(out, point)
+		}
+	}
+	return out
+}
+
+// record checks that r names only Plugins of the source, then adds it.
+func (c *collector) record(vmi *kubevirtv1.VirtualMachineInstance, r *hookcounts.Report) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	known, err := c.sync()
+	if err != nil {
+		return fmt.Errorf("launcher hook counts of VMI %s: reading the Plugins: %w", name(vmi), err)
+	}
+	if !c.enabled && !r.Empty() {
+		return fmt.Errorf("launcher hook counts of VMI %s: the Plugins feature gate is off, no Plugin is known", name(vmi))
+	}
+	for i, o := range r.Outcomes {
+		if !known[o.Plugin] {
+			return fmt.Errorf("launcher hook counts of VMI %s: outcomes[%d].plugin: %q is not a Plugin virt-handler knows", name(vmi), i, o.Plugin)
+		}
+	}
+	for i, s := range r.CELCostLimitExceeded {
+		if !known[s.Plugin] {
+			return fmt.Errorf("launcher hook counts of VMI %s: celCostLimitExceeded[%d].plugin: %q is not a Plugin virt-handler knows", name(vmi), i, s.Plugin)
+		}
+	}
+	for _, o := range r.Outcomes {
+		c.outcomes.WithLabelValues(o.Plugin, string(o.HookPoint), string(o.Outcome)).Add(float64(o.Count))
+	}
+	for _, s := range r.CELCostLimitExceeded {
+		c.celLimit.WithLabelValues(s.Plugin, string(s.HookPoint)).Add(float64(s.Count))
+	}
+	return nil
+}
