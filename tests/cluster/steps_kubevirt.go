@@ -862,4 +862,3 @@ func (s *scenario) kvNeverUp(ctx context.Context) error {
 	_, err = s.kubectl(ctx, "", "delete", "plugin", neverUpPlugin)
 	return err
 }
-
