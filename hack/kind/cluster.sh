@@ -6,6 +6,7 @@
 #
 #   hack/kind/cluster.sh up [IMAGE...]  (re)create the cluster, load IMAGEs
 #   hack/kind/cluster.sh load IMAGE...  load local images into the workers
+#   hack/kind/cluster.sh multus         add Multus (secondary networks) to it
 #   hack/kind/cluster.sh down           delete it
 #   hack/kind/cluster.sh env            print KUBECONFIG, KVP_KUBECTL, ...
 #
@@ -49,6 +50,14 @@ network() {
 up() {
   local node start
   start=$(date +%s)
+  # Every node's kubelet, containerd and KubeVirt's virt-handler each take
+  # inotify instances from the host's one per-user limit; 128, a common
+  # default, runs out with two clusters up (virt-handler: "Failed to create
+  # an inotify watcher: too many open files").
+  if [ "$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 1024)" -lt 1024 ]; then
+    sysctl -qw fs.inotify.max_user_instances=1024 2>/dev/null ||
+      log "fs.inotify.max_user_instances is below 1024 and cannot be raised here: a second cluster may run out"
+  fi
   node=$("${HERE}/build-node-image.sh" "$KIND_K8S_VERSION")
   [ -x "$kubectl" ] || die "kubectl ${KIND_K8S_VERSION} was not built (${kubectl})"
   if grep -qx -- "$name" <<<"$("$kind" get clusters 2>/dev/null)"; then
@@ -70,6 +79,71 @@ up() {
   log "kind cluster ${name} is up in $(( $(date +%s) - start ))s (KUBECONFIG=${kubeconfig})"
 }
 
+# multus_bin: Multus's thin plugin, built once from its Go module.
+multus_bin() {
+  local dir="${cache}/multus-${MULTUS_VERSION}" pkg=gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus
+  if [ ! -x "${dir}/multus" ]; then
+    log "building Multus ${MULTUS_VERSION} (a few minutes the first time)" >&2
+    mkdir -p "${dir}/src"
+    (
+      cd "${dir}/src"
+      export GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0
+      [ -f go.mod ] || go mod init kvp.local/multus >/dev/null 2>&1
+      go get "${pkg}@${MULTUS_VERSION}" >get.log 2>&1 || { tail -5 get.log >&2; exit 1; }
+      go build -trimpath -ldflags '-s -w' -o "${dir}/multus" "$pkg"
+    ) || die "could not build Multus ${MULTUS_VERSION} from its Go module"
+  fi
+  echo "${dir}/multus"
+}
+
+# multus installs Multus's thin plugin in front of each node's bridge: a
+# Pod that names NetworkAttachmentDefinitions in its
+# k8s.v1.cni.cncf.io/networks annotation gets those interfaces besides its
+# own (KubeVirt's Multus networks); every other Pod is served by the bridge
+# as before. Idempotent.
+multus() {
+  local bin token ca server n conf
+  bin=$(multus_bin)
+  # Twice: the definition in it needs the CRD in it established first.
+  k apply -f "${HERE}/multus.yaml" >/dev/null 2>&1 || true
+  k wait --for=condition=Established crd/network-attachment-definitions.k8s.cni.cncf.io --timeout=60s >/dev/null
+  k apply -f "${HERE}/multus.yaml" >/dev/null
+  for _ in $(seq 1 30); do
+    token=$(k -n kube-system get secret multus-token -o jsonpath='{.data.token}' 2>/dev/null | base64 -d)
+    [ -n "$token" ] && break
+    sleep 1
+  done
+  [ -n "$token" ] || die "the token of ServiceAccount kube-system/multus was not issued"
+  ca=$(k -n kube-system get secret multus-token -o jsonpath='{.data.ca\.crt}')
+  server="https://${name}-control-plane:6443"
+  conf='{"cniVersion": "0.4.0", "name": "multus-cni-network", "type": "multus",
+  "kubeconfig": "/etc/cni/net.d/multus.d/multus.kubeconfig",
+  "clusterNetwork": "kvp-bridge",
+  "confDir": "/etc/cni/net.d", "binDir": "/opt/cni/bin",
+  "logFile": "/var/log/multus.log", "logLevel": "verbose"}'
+  for n in $(nodes); do
+    docker cp "$bin" "${n}:/opt/cni/bin/multus.new" >/dev/null
+    docker exec "$n" mv /opt/cni/bin/multus.new /opt/cni/bin/multus
+    docker exec -i "$n" sh -c 'mkdir -p /etc/cni/net.d/multus.d && umask 077 && cat > /etc/cni/net.d/multus.d/multus.kubeconfig' <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {server: "${server}", certificate-authority-data: "${ca}"}
+users:
+- name: multus
+  user: {token: "${token}"}
+contexts:
+- name: multus
+  context: {cluster: local, user: multus}
+current-context: multus
+EOF
+    # containerd serves a Pod with the first configuration by file name.
+    printf '%s\n' "$conf" | docker exec -i "$n" sh -c 'cat > /etc/cni/net.d/00-multus.conf.tmp && mv /etc/cni/net.d/00-multus.conf.tmp /etc/cni/net.d/00-multus.conf'
+  done
+  log "Multus ${MULTUS_VERSION} in front of the bridge on $(nodes | paste -sd' ' -)"
+}
+
 # load puts local images on the workers, where the project's Pods run.
 load() {
   local workers
@@ -80,6 +154,7 @@ load() {
 case "${1:-}" in
   up) shift; up "$@" ;;
   load) shift; load "$@" ;;
+  multus) multus ;;
   down) "$kind" delete cluster --name "$name" ;;
   env)
     echo "KUBECONFIG=${kubeconfig}"
@@ -88,5 +163,5 @@ case "${1:-}" in
     echo "KVP_KIND_CLUSTER=${name}"
     echo "KVP_KIND_K8S_VERSION=${KIND_K8S_VERSION}"
     ;;
-  *) die "usage: $0 up [IMAGE...] | load IMAGE... | down | env" ;;
+  *) die "usage: $0 up [IMAGE...] | load IMAGE... | multus | down | env" ;;
 esac

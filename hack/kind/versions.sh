@@ -9,3 +9,6 @@ KIND_VERSION=v0.33.0
 KIND_K8S_VERSION="${KVP_KIND_K8S_VERSION:-v1.36.3}"
 # The sandbox image kind's containerd configuration names.
 KIND_PAUSE_TAG=3.10
+# Multus, the meta CNI plugin KubeVirt's secondary networks need (its thin
+# plugin, built from its Go module; cluster.sh multus).
+MULTUS_VERSION=v4.2.2
