@@ -4,6 +4,8 @@
 # the way its users do, by its own virt-operator, from the images
 # kubevirt/images.sh built, and waits until the KubeVirt CR is Deployed:
 #
+#   0. puts Multus on the nodes (hack/kind/cluster.sh multus), for VMs
+#      with Multus networks;
 #   1. loads localhost/kubevirt/<component>:TAG (and the test guest's
 #      kernel-boot image, when built) into the nodes where each runs
 #      (kv_runs_on): the infrastructure on the control plane, virt-handler,
@@ -294,6 +296,10 @@ kv_deploy() {
   work=$(mktemp -d /var/tmp/kvp-kubevirt-deploy.XXXXXX)
   # shellcheck disable=SC2064 # the directory is known now
   trap "rm -rf '${work}'" EXIT
+
+  # A VM's Multus networks (multus: in its networks) need Multus on the
+  # nodes, in front of their bridge.
+  "${ROOT}/hack/kind/cluster.sh" multus
 
   t=$SECONDS
   log "loading ${#imgs[@]} images into the nodes of ${KVP_KIND_CLUSTER} (those a node has already are skipped)"

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,8 @@ type env struct {
 	cfg        *rest.Config
 	c          client.Client
 	log        io.Writer
+	// scriptEnv is added to the environment of the scripts.
+	scriptEnv []string
 }
 
 // script runs a repository script, its output to the log, and returns its
@@ -44,6 +47,7 @@ type env struct {
 func (e *env) script(ctx context.Context, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(e.root, name), args...)
 	cmd.Dir = e.root
+	cmd.Env = append(os.Environ(), e.scriptEnv...)
 	var out bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&out, e.log)
 	cmd.Stderr = e.log

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -41,6 +42,11 @@ const (
 	// kvVMManifest is the VM a user creates (its image tag filled in).
 	kvVMManifest = "kubevirt/manifests/vm-plugins.yaml"
 	kvVMName     = "plugins-vm"
+	// redNetwork is the VM's Multus network (its NetworkAttachmentDefinition
+	// is in kvVMManifest); kvDefaultMAC is the MAC of its pod network, which
+	// its own networkData names.
+	redNetwork   = "red-net"
+	kvDefaultMAC = "02:ab:00:00:00:0a"
 	// neverUpPlugin has a GuestDefinition sidecar no injection adds.
 	neverUpPlugin = "never-up"
 )
@@ -61,6 +67,7 @@ func (s *scenario) kubevirtSteps() []transcript.Step {
 		{Title: "A template label change reaches KubeVirt's launcher Pod in place, without a fight", Run: s.kvSyncLabel},
 		{Title: "The VM stopped through KubeVirt: OnVMStop from its virt-handler, the launcher Pod completes", Run: s.kvStopVM},
 		{Title: "A sidecar that never comes up: under Fail the VM does not start and KubeVirt says why; under Ignore it boots", Run: s.kvNeverUp},
+		{Title: "A VM no Plugin selects boots with the domain unpatched v1.9.0 defines", Run: s.kvNoPlugin},
 	}
 }
 
@@ -140,7 +147,12 @@ func (s *scenario) deployKubeVirt(ctx context.Context) error {
 	start := time.Now()
 	if _, err := s.script(ctx, "kubevirt/deploy.sh", s.kv.tag); err != nil {
 		s.dumpPods(ctx, kubevirtNamespace)
-		return err
+		if !s.pristine {
+			return err
+		}
+		if err := s.pristineOperator(ctx, err); err != nil {
+			return err
+		}
 	}
 	s.Show(fmt.Sprintf("kubevirt/deploy.sh %s: operator manifest rendered by KubeVirt's manifest-templator, KubeVirt CR applied, in %s",
 		s.kv.tag, time.Since(start).Round(time.Second)))
@@ -178,9 +190,47 @@ func (s *scenario) deployKubeVirt(ctx context.Context) error {
 			wrong = append(wrong, fmt.Sprintf("%s runs %q", c, images[c]))
 		}
 	}
-	s.Check("every component runs the image built here from the patched release (tag "+s.kv.tag+"), the launcher included",
+	release := "the patched release"
+	if s.pristine {
+		release = "the release without the framework's patches"
+	}
+	s.Check("every component runs the image built here from "+release+" (tag "+s.kv.tag+"), the launcher included",
 		len(wrong) == 0, "%s", strings.Join(wrong, "; "))
 	return nil
+}
+
+// pristineOperator is the run without the framework's patches past a
+// deployment that did not finish: unpatched v1.9.0's operator installs its
+// own alpha-1 Plugin CRD and will not take over the guide's, which deploy/
+// installed ("already exists"), so it never reaches Deployed. Checked (it
+// fails), then the guide's CRD is deleted, with every Plugin, as an admin
+// of unpatched KubeVirt would have to, and the deployment tried again.
+func (s *scenario) pristineOperator(ctx context.Context, deployErr error) error {
+	logs, _ := s.kubectl(ctx, "", "-n", kubevirtNamespace, "logs", "deploy/virt-operator", "--tail=200")
+	refusal := ""
+	for line := range strings.Lines(logs) {
+		if strings.Contains(line, "already exists") && refusal == "" {
+			refusal = strings.TrimSpace(line)
+		}
+	}
+	s.Check("virt-operator deploys KubeVirt beside the user guide's Plugin CRD", false, "%v; virt-operator: %.400s", deployErr, refusal)
+	if _, err := s.kubectl(ctx, "", "delete", "crd", "plugins.plugin.kubevirt.io", "--wait=true", "--timeout=2m"); err != nil {
+		return err
+	}
+	s.Show("the guide's Plugin CRD deleted, with every Plugin; kubevirt/deploy.sh again")
+	_, err := s.script(ctx, "kubevirt/deploy.sh", s.kv.tag)
+	return err
+}
+
+// applyPlugin applies a Plugin and checks that the API server took it.
+// Without the framework's patches it may not (the alpha-1 CRD): the run
+// then goes on, to see what else needs the framework.
+func (s *scenario) applyPlugin(ctx context.Context, what, yaml string) error {
+	_, err := s.kubectl(ctx, yaml, "apply", "-f", "-")
+	if s.Check("the API server accepts "+what, err == nil, "%s", errText(err)) || s.pristine {
+		return nil
+	}
+	return errCheckFailed
 }
 
 // KubeVirtComponents are the images virt-operator deploys: four
@@ -431,7 +481,7 @@ func (s *scenario) kvGuest(ctx context.Context, pod *corev1.Pod) (guest.Report, 
 }
 
 func (s *scenario) kvBootVM(ctx context.Context) error {
-	if _, err := s.kubectl(ctx, kubevirtCELPlugin, "apply", "-f", "-"); err != nil {
+	if err := s.applyPlugin(ctx, "cel-tuning's version for KubeVirt's domain", kubevirtCELPlugin); err != nil {
 		return err
 	}
 	s.Show("plugin cel-tuning replaced by its version for KubeVirt's domain (title and description)")
@@ -485,6 +535,10 @@ func (s *scenario) kvBootVM(ctx context.Context) error {
 	for _, c := range guestChecks[:2] {
 		s.Check("in the guest: "+c.name, c.ok(r), "%s", printed(r, c.keys...))
 	}
+	addr, err := s.multusAddress(ctx, pod, vmNamespace+"/"+redNetwork)
+	s.Check("Multus attached the launcher Pod to "+redNetwork+" and wrote its address in the Pod's network-status", err == nil, "%s%s", addr, errSuffix(err))
+	s.Check("in the guest: cloudinit-network's entry for red (its MAC, the address Multus gave the Pod) beside the VM's own entry, read from the NoCloud disk",
+		addr != "" && networkConfigHas(r, redMAC, addr+"/24") && networkConfigHas(r, kvDefaultMAC), "%s", printed(r, "cidata=", "cidata.network-config"))
 	s.Check("in the guest: the vCPU count of the VM's spec", r.VCPUs == 1, "%s", printed(r, "vcpus"))
 	evs, err := s.events(ctx, vmi.Status.NodeName, string(vmi.UID))
 	if err != nil {
@@ -494,7 +548,45 @@ func (s *scenario) kvBootVM(ctx context.Context) error {
 	s.Check("KubeVirt's virt-handler on "+vmi.Status.NodeName+" called the recorder's PreVMStart then PostVMStart with the VMI's UID",
 		slices.Equal(got, []string{"PreVMStart", "PostVMStart"}), "got %v", got)
 	return s.kvHookCounts(ctx, vmi.Status.NodeName, "the launcher's hook outcomes, reported to virt-handler",
-		outcomeSeries{"cel-tuning", "GuestDefinition", "success"}, outcomeSeries{"smbios-watchdog", "GuestDefinition", "success"})
+		outcomeSeries{"cel-tuning", "GuestDefinition", "success"}, outcomeSeries{"smbios-watchdog", "GuestDefinition", "success"},
+		outcomeSeries{"cloudinit-network", "PreBoot", "success"})
+}
+
+// multusAddress reads the first address Multus's network-status on pod
+// gives the network named (namespace/name).
+func (s *scenario) multusAddress(ctx context.Context, pod *corev1.Pod, network string) (string, error) {
+	var p corev1.Pod
+	if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+		return "", err
+	}
+	value, ok := p.Annotations[networkStatusAnnotation]
+	if !ok {
+		return "", fmt.Errorf("pod %s has no %s annotation", p.Name, networkStatusAnnotation)
+	}
+	var status []struct {
+		Name string   `json:"name"`
+		IPs  []string `json:"ips"`
+	}
+	if err := json.Unmarshal([]byte(value), &status); err != nil {
+		return "", fmt.Errorf("pod %s: %s: %w", p.Name, networkStatusAnnotation, err)
+	}
+	for _, st := range status {
+		if st.Name == network && len(st.IPs) > 0 {
+			return st.IPs[0], nil
+		}
+	}
+	return "", fmt.Errorf("pod %s: %s lists no address for %s: %s", p.Name, networkStatusAnnotation, network, value)
+}
+
+// networkConfigHas reports whether the network-config the guest read
+// holds each of parts.
+func networkConfigHas(r guest.Report, parts ...string) bool {
+	for _, want := range parts {
+		if !slices.ContainsFunc(r.CIDataFiles["network-config"], func(l string) bool { return strings.Contains(l, want) }) {
+			return false
+		}
+	}
+	return r.CIData
 }
 
 // outcomeSeries is one series of kubevirt_plugins_launcher_hook_outcomes_total.
@@ -765,7 +857,7 @@ func (s *scenario) vmiEvents(ctx context.Context, name string) ([]string, error)
 }
 
 func (s *scenario) kvNeverUp(ctx context.Context) error {
-	if _, err := s.kubectl(ctx, neverUpYAML("Fail"), "apply", "-f", "-"); err != nil {
+	if err := s.applyPlugin(ctx, "Plugin never-up under Fail", neverUpYAML("Fail")); err != nil {
 		return err
 	}
 	s.Show("plugin never-up applied: a GuestDefinition sidecar that no injection adds, failureStrategy Fail, timeout 5s")
@@ -814,7 +906,7 @@ func (s *scenario) kvNeverUp(ctx context.Context) error {
 	if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "delete", "vm", failName, "--wait=true", "--timeout=3m"); err != nil {
 		return err
 	}
-	if _, err := s.kubectl(ctx, neverUpYAML("Ignore"), "apply", "-f", "-"); err != nil {
+	if err := s.applyPlugin(ctx, "Plugin never-up under Ignore", neverUpYAML("Ignore")); err != nil {
 		return err
 	}
 	s.Show("plugin never-up changed to failureStrategy Ignore")
@@ -859,6 +951,102 @@ func (s *scenario) kvNeverUp(ctx context.Context) error {
 	if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "delete", "vm", ignoreName, "--wait=false"); err != nil {
 		return err
 	}
-	_, err = s.kubectl(ctx, "", "delete", "plugin", neverUpPlugin)
+	_, err = s.kubectl(ctx, "", "delete", "plugin", neverUpPlugin, "--ignore-not-found")
 	return err
+}
+
+const (
+	noPluginManifest = "kubevirt/manifests/vm-no-plugin.yaml"
+	noPluginVM       = "no-plugin-vm"
+	// noPluginDomain is what unpatched v1.9.0 defines for noPluginVM,
+	// normalized (normalizeDomain).
+	noPluginDomain = "kubevirt/testdata/no-plugin-domain.xml"
+)
+
+// kvNoPlugin boots a VM no Plugin selects and compares its domain with the
+// one unpatched KubeVirt v1.9.0 defines for it. KVP_KUBEVIRT_DOMAIN_OUT
+// names a file to write the normalized domain to (how
+// kubevirt/testdata/no-plugin-domain.xml is made: docs/kubevirt.md).
+func (s *scenario) kvNoPlugin(ctx context.Context) error {
+	b, err := os.ReadFile(filepath.Join(s.root, noPluginManifest))
+	if err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, strings.ReplaceAll(string(b), "@IMAGE_TAG@", s.kv.tag), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	vmi.Namespace, vmi.Name = vmNamespace, noPluginVM
+	err = poll(ctx, "the VMI to run", 6*time.Minute, func() (bool, string, error) {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
+			return false, err.Error(), nil
+		}
+		return vmi.Status.Phase == kubevirtv1.Running, string(vmi.Status.Phase), nil
+	})
+	if !s.Check("the VM no Plugin selects runs", err == nil, "%s", errText(err)) {
+		return errCheckFailed
+	}
+	pod, err := s.launcherPodOf(ctx, vmi)
+	if err != nil {
+		return err
+	}
+	x, err := s.kubectl(ctx, "", "-n", pod.Namespace, "exec", pod.Name, "-c", "compute", "--", "virsh", "-c", virtqemudURI, "dumpxml", vmi.Namespace+"_"+vmi.Name)
+	if err != nil {
+		return err
+	}
+	got := normalizeDomain(x, string(vmi.UID))
+	fmt.Fprintf(s.log, "--- the domain of %s, normalized:\n%s\n", noPluginVM, got)
+	if out := os.Getenv("KVP_KUBEVIRT_DOMAIN_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(got), 0o644); err != nil {
+			return err
+		}
+		s.Show("the normalized domain written to " + out)
+	}
+	want, err := os.ReadFile(filepath.Join(s.root, noPluginDomain))
+	if s.pristine && os.IsNotExist(err) {
+		// The run that makes the reference has none to compare with yet.
+		s.Show(noPluginDomain + " does not exist yet: nothing to compare with")
+	} else {
+		if err != nil {
+			return err
+		}
+		line, diff := firstDifference(string(want), got)
+		s.Check("its domain is the one unpatched v1.9.0 defines ("+noPluginDomain+"), identifiers aside", diff == "",
+			"%d lines; first difference at line %d: %s", strings.Count(got, "\n"), line, diff)
+	}
+	_, err = s.kubectl(ctx, "", "-n", vmNamespace, "delete", "vm", noPluginVM, "--wait=false")
+	return err
+}
+
+// normalizeDomain blanks in a domain's XML what differs from one boot of
+// the same VM to the next: the running domain's id (also in libvirt's
+// channel directory) and the VMI's UID (in paths).
+func normalizeDomain(x, vmiUID string) string {
+	x = domainID.ReplaceAllString(x, "<domain${1}")
+	x = channelDir.ReplaceAllString(x, "${1}ID-")
+	x = strings.ReplaceAll(x, vmiUID, "VMI-UID")
+	return strings.TrimSpace(x) + "\n"
+}
+
+var (
+	domainID   = regexp.MustCompile(`<domain( type='[a-z]+')? id='[0-9]+'`)
+	channelDir = regexp.MustCompile(`(/channel/)[0-9]+-`)
+)
+
+// firstDifference finds the first line where want and got differ.
+func firstDifference(want, got string) (int, string) {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(w), len(g)) {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return i + 1, fmt.Sprintf("want %q, got %q", strings.TrimSpace(a), strings.TrimSpace(b))
+		}
+	}
+	return 0, ""
 }

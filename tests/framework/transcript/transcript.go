@@ -65,6 +65,10 @@ type Runner struct {
 	Progress time.Duration
 	// StepTimeout bounds each step. Default 15m.
 	StepTimeout time.Duration
+	// KeepGoing plays the next step after one whose checks failed
+	// (ErrCheckFailed) instead of ending there: for a run whose point is
+	// to see which checks fail. Any other error still ends the run.
+	KeepGoing bool
 
 	res     Result
 	out     *lockedWriter
@@ -118,7 +122,7 @@ func (r *Runner) Cleanup(fn func() error) {
 }
 
 // Run plays the steps in order; a step that fails ends the scenario, as
-// the later ones depend on it. The cleanups run whatever happened, then
+// the later ones depend on it (unless KeepGoing, for failed checks). The cleanups run whatever happened, then
 // the summary is printed.
 func (r *Runner) Run(ctx context.Context, steps []Step) *Result {
 	defer func() {
@@ -142,6 +146,9 @@ func (r *Runner) Run(ctx context.Context, steps []Step) *Result {
 			return &r.res
 		}
 		if err := r.step(ctx, st); err != nil {
+			if r.KeepGoing && errors.Is(err, ErrCheckFailed) && ctx.Err() == nil {
+				continue
+			}
 			if ctx.Err() != nil {
 				err = fmt.Errorf("interrupted: %w", err)
 			}
