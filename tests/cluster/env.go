@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,7 +38,10 @@ type env struct {
 	version    string
 	cfg        *rest.Config
 	c          client.Client
-	log        io.Writer
+	// cs is for what the client above does not do (watches, the Pod
+	// proxy).
+	cs  kubernetes.Interface
+	log io.Writer
 	// scriptEnv is added to the environment of the scripts.
 	scriptEnv []string
 }
@@ -98,7 +102,10 @@ func (e *env) connect() error {
 			return err
 		}
 	}
-	e.c, err = client.New(cfg, client.Options{Scheme: scheme})
+	if e.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	e.cs, err = kubernetes.NewForConfig(cfg)
 	return err
 }
 

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -624,13 +623,9 @@ func (s *scenario) handlerMetrics(ctx context.Context, node string) (string, err
 	if err := s.c.List(ctx, &pods, client.InNamespace(kubevirtNamespace), client.MatchingLabels{"kubevirt.io": "virt-handler"}); err != nil {
 		return "", err
 	}
-	cs, err := kubernetes.NewForConfig(s.cfg)
-	if err != nil {
-		return "", err
-	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == node {
-			b, err := cs.CoreV1().Pods(p.Namespace).ProxyGet("https", p.Name, "8443", "metrics", nil).DoRaw(ctx)
+			b, err := s.cs.CoreV1().Pods(p.Namespace).ProxyGet("https", p.Name, "8443", "metrics", nil).DoRaw(ctx)
 			return string(b), err
 		}
 	}
@@ -726,11 +721,7 @@ func (s *scenario) kvStopVM(ctx context.Context) error {
 	node := vmi.Status.NodeName
 	// The Pod is watched from before the stop to its deletion: virt-controller
 	// deletes it soon after it ends, quicker than a poll sees.
-	cs, err := kubernetes.NewForConfig(s.cfg)
-	if err != nil {
-		return err
-	}
-	w, err := cs.CoreV1().Pods(pod.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: pod.ResourceVersion})
+	w, err := s.cs.CoreV1().Pods(pod.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + pod.Name, ResourceVersion: pod.ResourceVersion})
 	if err != nil {
 		return err
 	}
