@@ -58,7 +58,7 @@ func Run(ctx context.Context, opts Options) *transcript.Result {
 		r.KeepGoing = true
 		// Its operator does not deploy beside deploy/'s Plugin CRD: a
 		// shorter wait to see that (pristineOperator).
-		s.env.scriptEnv = []string{"KVP_KUBEVIRT_PRISTINE=1", "KVP_KUBEVIRT_TIMEOUT=420"}
+		s.scriptEnv = []string{"KVP_KUBEVIRT_PRISTINE=1", "KVP_KUBEVIRT_TIMEOUT=420"}
 		only = "kubevirt"
 	}
 	switch only {

@@ -12,7 +12,7 @@ import (
 
 // played runs three steps, the first failing with err, and lists the ones
 // that ran.
-func played(keepGoing bool, err error) ([]string, *Result) {
+func played(t *testing.T, keepGoing bool, err error) ([]string, *Result) {
 	var ran []string
 	step := func(name string, fail error) Step {
 		return Step{Title: name, Run: func(context.Context) error {
@@ -22,26 +22,26 @@ func played(keepGoing bool, err error) ([]string, *Result) {
 	}
 	r := New(io.Discard)
 	r.KeepGoing = keepGoing
-	res := r.Run(context.Background(), []Step{step("one", err), step("two", nil), step("three", nil)})
+	res := r.Run(t.Context(), []Step{step("one", err), step("two", nil), step("three", nil)})
 	return ran, res
 }
 
 func TestAFailedStepEndsTheRun(t *testing.T) {
-	ran, res := played(false, ErrCheckFailed)
+	ran, res := played(t, false, ErrCheckFailed)
 	if !slices.Equal(ran, []string{"one"}) || res.Err == nil || res.Passed() {
 		t.Fatalf("ran %v, err %v, passed %v; want only the first step, an error, not passed", ran, res.Err, res.Passed())
 	}
 }
 
 func TestKeepGoingPlaysTheStepsAfterFailedChecks(t *testing.T) {
-	ran, res := played(true, ErrCheckFailed)
+	ran, res := played(t, true, ErrCheckFailed)
 	if !slices.Equal(ran, []string{"one", "two", "three"}) || res.Passed() || len(res.Failed()) != 1 {
 		t.Fatalf("ran %v, passed %v, failed %v; want every step and the first one's failure kept", ran, res.Passed(), res.Failed())
 	}
 }
 
 func TestKeepGoingStillEndsTheRunOnAnotherError(t *testing.T) {
-	ran, res := played(true, errors.New("the cluster is gone"))
+	ran, res := played(t, true, errors.New("the cluster is gone"))
 	if !slices.Equal(ran, []string{"one"}) || res.Err == nil {
 		t.Fatalf("ran %v, err %v; want only the first step and its error", ran, res.Err)
 	}
