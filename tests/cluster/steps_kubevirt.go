@@ -208,8 +208,9 @@ func (s *scenario) pristineOperator(ctx context.Context, deployErr error) error 
 	logs, _ := s.kubectl(ctx, "", "-n", kubevirtNamespace, "logs", "deploy/virt-operator", "--tail=200")
 	refusal := ""
 	for line := range strings.Lines(logs) {
-		if strings.Contains(line, "already exists") && refusal == "" {
+		if strings.Contains(line, "already exists") {
 			refusal = strings.TrimSpace(line)
+			break
 		}
 	}
 	s.Check("virt-operator deploys KubeVirt beside the user guide's Plugin CRD", false, "%v; virt-operator: %.400s", deployErr, refusal)
@@ -420,15 +421,26 @@ spec:
         }
 `
 
-// vmManifest is kubevirt/manifests/vm-plugins.yaml for the images built
-// here, under name.
-func (s *scenario) vmManifest(name string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(s.root, kvVMManifest))
+// kvManifest is one of kubevirt/manifests for the images built here.
+func (s *scenario) kvManifest(path string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(s.root, path))
 	if err != nil {
 		return "", err
 	}
-	m := strings.ReplaceAll(string(b), "@IMAGE_TAG@", s.kv.tag)
-	return strings.Replace(m, "name: "+kvVMName, "name: "+name, 1), nil
+	return strings.ReplaceAll(string(b), "@IMAGE_TAG@", s.kv.tag), nil
+}
+
+// waitVMIRunning waits for the VMI of the VM name to run and returns it.
+func (s *scenario) waitVMIRunning(ctx context.Context, name string) (*kubevirtv1.VirtualMachineInstance, error) {
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	vmi.Namespace, vmi.Name = vmNamespace, name
+	err := poll(ctx, "the VMI to run", 6*time.Minute, func() (bool, string, error) {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
+			return false, err.Error(), nil
+		}
+		return vmi.Status.Phase == kubevirtv1.Running, fmt.Sprintf("phase %s on %q", vmi.Status.Phase, vmi.Status.NodeName), nil
+	})
+	return vmi, err
 }
 
 // launcherPodOf finds the launcher Pod virt-controller made for vmi.
@@ -443,17 +455,20 @@ func (s *scenario) launcherPodOf(ctx context.Context, vmi *kubevirtv1.VirtualMac
 	return &pods.Items[0], nil
 }
 
-// kvDomain reads the domain from virtqemud in the Pod's compute container.
+// virsh runs virsh on virtqemud in the Pod's compute container.
+func (s *scenario) virsh(ctx context.Context, pod *corev1.Pod, args ...string) (string, error) {
+	return s.kubectl(ctx, "", append([]string{"-n", pod.Namespace, "exec", pod.Name, "-c", "compute", "--", "virsh", "-c", virtqemudURI}, args...)...)
+}
+
+// kvDomain reads the domain and its state from virtqemud in the Pod's
+// compute container.
 func (s *scenario) kvDomain(ctx context.Context, pod *corev1.Pod, vmi *kubevirtv1.VirtualMachineInstance) (*libvirtxml.Domain, string, error) {
 	name := vmi.Namespace + "_" + vmi.Name
-	virsh := func(args ...string) (string, error) {
-		return s.kubectl(ctx, "", append([]string{"-n", pod.Namespace, "exec", pod.Name, "-c", "compute", "--", "virsh", "-c", virtqemudURI}, args...)...)
-	}
-	state, err := virsh("domstate", name)
+	state, err := s.virsh(ctx, pod, "domstate", name)
 	if err != nil {
 		return nil, "", err
 	}
-	x, err := virsh("dumpxml", name)
+	x, err := s.virsh(ctx, pod, "dumpxml", name)
 	if err != nil {
 		return nil, "", err
 	}
@@ -484,7 +499,7 @@ func (s *scenario) kvBootVM(ctx context.Context) error {
 		return err
 	}
 	s.Show("plugin cel-tuning replaced by its version for KubeVirt's domain (title and description)")
-	m, err := s.vmManifest(kvVMName)
+	m, err := s.kvManifest(kvVMManifest)
 	if err != nil {
 		return err
 	}
@@ -494,14 +509,7 @@ func (s *scenario) kvBootVM(ctx context.Context) error {
 		return err
 	}
 	s.Show("$ kubectl apply -f " + kvVMManifest + " (image tag " + s.kv.tag + ")\n" + indent(out))
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	vmi.Namespace, vmi.Name = vmNamespace, kvVMName
-	err = poll(ctx, "the VMI to run", 6*time.Minute, func() (bool, string, error) {
-		if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
-			return false, err.Error(), nil
-		}
-		return vmi.Status.Phase == kubevirtv1.Running, fmt.Sprintf("phase %s on %q", vmi.Status.Phase, vmi.Status.NodeName), nil
-	})
+	vmi, err := s.waitVMIRunning(ctx, kvVMName)
 	if !s.Check("virt-controller made the VMI and its launcher Pod, virt-handler and virt-launcher ran it", err == nil,
 		"Running %s after kubectl apply%s", time.Since(created).Round(100*time.Millisecond), errSuffix(err)) {
 		s.dumpPods(ctx, vmNamespace)
@@ -905,14 +913,7 @@ func (s *scenario) kvNeverUp(ctx context.Context) error {
 	if _, err := s.kubectl(ctx, neverUpVM(ignoreName), "apply", "-f", "-"); err != nil {
 		return err
 	}
-	vmi = &kubevirtv1.VirtualMachineInstance{}
-	vmi.Namespace, vmi.Name = vmNamespace, ignoreName
-	err = poll(ctx, "the VMI to run", 6*time.Minute, func() (bool, string, error) {
-		if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
-			return false, err.Error(), nil
-		}
-		return vmi.Status.Phase == kubevirtv1.Running, string(vmi.Status.Phase), nil
-	})
+	vmi, err = s.waitVMIRunning(ctx, ignoreName)
 	s.Check("under Ignore the VM boots without the sidecar", err == nil, "Running after %s%s", time.Since(start).Round(100*time.Millisecond), errSuffix(err))
 	var skipped string
 	err = poll(ctx, "a Warning Event saying what was skipped", time.Minute, func() (bool, string, error) {
@@ -959,21 +960,14 @@ const (
 // names a file to write the normalized domain to (how
 // kubevirt/testdata/no-plugin-domain.xml is made: docs/kubevirt.md).
 func (s *scenario) kvNoPlugin(ctx context.Context) error {
-	b, err := os.ReadFile(filepath.Join(s.root, noPluginManifest))
+	m, err := s.kvManifest(noPluginManifest)
 	if err != nil {
 		return err
 	}
-	if _, err := s.kubectl(ctx, strings.ReplaceAll(string(b), "@IMAGE_TAG@", s.kv.tag), "apply", "-f", "-"); err != nil {
+	if _, err := s.kubectl(ctx, m, "apply", "-f", "-"); err != nil {
 		return err
 	}
-	vmi := &kubevirtv1.VirtualMachineInstance{}
-	vmi.Namespace, vmi.Name = vmNamespace, noPluginVM
-	err = poll(ctx, "the VMI to run", 6*time.Minute, func() (bool, string, error) {
-		if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), vmi); err != nil {
-			return false, err.Error(), nil
-		}
-		return vmi.Status.Phase == kubevirtv1.Running, string(vmi.Status.Phase), nil
-	})
+	vmi, err := s.waitVMIRunning(ctx, noPluginVM)
 	if !s.Check("the VM no Plugin selects runs", err == nil, "%s", errText(err)) {
 		return errCheckFailed
 	}
@@ -981,7 +975,7 @@ func (s *scenario) kvNoPlugin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	x, err := s.kubectl(ctx, "", "-n", pod.Namespace, "exec", pod.Name, "-c", "compute", "--", "virsh", "-c", virtqemudURI, "dumpxml", vmi.Namespace+"_"+vmi.Name)
+	x, err := s.virsh(ctx, pod, "dumpxml", vmi.Namespace+"_"+vmi.Name)
 	if err != nil {
 		return err
 	}
