@@ -96,15 +96,17 @@ func NewManager(ctx context.Context, cfg *rest.Config, opts Options, mopts ...Ma
 	}); err != nil {
 		return nil, err
 	}
-	opts.Logger.Info("label syncer configured",
-		"labels", opts.Labels.String(), "annotations", annotations.String(),
-		"deschedulerAnnotations", !opts.NoDeschedulerSync,
-		"pruneUnconfigured", opts.PruneUnconfigured)
 	if mc.fullPodWatch {
 		opts.Logger.Info("watching whole launcher Pods, not their metadata only (WithFullPodWatch)")
 	}
 	logEntries(opts.Logger, "label", opts.Labels)
 	logEntries(opts.Logger, "annotation", annotations)
+	// Last, so that a reader of the log who sees this line has seen every
+	// entry above it.
+	opts.Logger.Info("label syncer configured",
+		"labels", opts.Labels.String(), "annotations", annotations.String(),
+		"deschedulerAnnotations", !opts.NoDeschedulerSync,
+		"pruneUnconfigured", opts.PruneUnconfigured)
 	return mgr, nil
 }
 
