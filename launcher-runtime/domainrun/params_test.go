@@ -31,8 +31,10 @@ var libvirt12_5 = V(12, 5, 0)
 // debianLibvirt is the libvirt of Debian 12 and of the test containers.
 var debianLibvirt = V(9, 0, 0)
 
-func TestMigrateParametersCarriesEveryParameterTheConnectedLibvirtKnows(t *testing.T) {
-	in := &hooksv1alpha1.MigrationParams{
+// everyParam sets every MigrationParams field (bandwidth.postcopy equal
+// to bandwidth, one compression method: what the binding can send).
+func everyParam() *hooksv1alpha1.MigrationParams {
+	return &hooksv1alpha1.MigrationParams{
 		MigrateUri:               s("tcp://dst"),
 		DestinationName:          s("vm-b"),
 		DestinationXml:           s("<domain/>"),
@@ -59,7 +61,11 @@ func TestMigrateParametersCarriesEveryParameterTheConnectedLibvirtKnows(t *testi
 		MigrateDisksTargetZero:   l("vdb"),
 		Compression:              l("mt"),
 	}
-	want := &libvirt.DomainMigrateParameters{
+}
+
+// everyBindingParam is everyParam as the binding takes it.
+func everyBindingParam() *libvirt.DomainMigrateParameters {
+	return &libvirt.DomainMigrateParameters{
 		URISet: true, URI: "tcp://dst",
 		DestNameSet: true, DestName: "vm-b",
 		DestXMLSet: true, DestXML: "<domain/>",
@@ -85,6 +91,10 @@ func TestMigrateParametersCarriesEveryParameterTheConnectedLibvirtKnows(t *testi
 		MigrateDisksTargetZeroSet: true, MigrateDisksTargetZero: []string{"vdb"},
 		CompressionSet: true, Compression: "mt",
 	}
+}
+
+func TestMigrateParametersCarriesEveryParameterTheConnectedLibvirtKnows(t *testing.T) {
+	in, want := everyParam(), everyBindingParam()
 	got, err := MigrateParameters(in, libvirt12_5)
 	if err != nil {
 		t.Fatal(err)

@@ -14,8 +14,9 @@
 //   - PreBoot after it wrote the boot artifacts (the cloud-init ISO), right
 //     before it starts the domain;
 //   - MigrationTarget when it prepares to receive a migration;
-//   - PreMigrationSource with the flags and parameters it would hand
-//     libvirt's MigrateToURI3;
+//   - MigrateToURI3Args with the flags and parameters it would hand
+//     libvirt's MigrateToURI3, in the binding's types (PreMigrationSource
+//     takes them in the hook contract's);
 //   - after each of these hook point calls, Ignored and TakeHookCounts,
 //     whose results it hands virt-handler: the failures skipped under
 //     Ignore, for Warning Events, and the hook outcome counts, for
