@@ -126,9 +126,24 @@ func (t *Tuner) changes(labels map[string]string, flags sdk.MigrationFlags, para
 		return nil, err
 	}
 	if err := checkCompression(finalFlags, finalParams); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", t.labelsOf(labels, LabelCompression, LabelParallel), err)
 	}
 	return c, nil
+}
+
+// labelsOf names the labels of names the VMI has, with their values; a
+// configuration a combination error is about may also come from KubeVirt's
+// own flags (its parallel migration), so a missing label is said so.
+func (t *Tuner) labelsOf(labels map[string]string, names ...string) string {
+	var parts []string
+	for _, name := range names {
+		if v, ok := labels[t.prefix+name]; ok {
+			parts = append(parts, fmt.Sprintf("%s%s=%q", t.prefix, name, v))
+		} else {
+			parts = append(parts, fmt.Sprintf("no label %s%s", t.prefix, name))
+		}
+	}
+	return "label " + strings.Join(parts, ", ")
 }
 
 // checkCompression refuses the method combinations libvirt refuses, on the

@@ -3,8 +3,10 @@
 package tuner
 
 import (
+	"fmt"
 	"maps"
 	"reflect"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -139,6 +141,12 @@ func TestInvalidLabelsAreInvalidArgument(t *testing.T) {
 			_, _, err := migrate(t, cl, labels)
 			if status.Code(err) != codes.InvalidArgument {
 				t.Fatalf("got %v, want InvalidArgument", err)
+			}
+			// The VM owner learns which label to change.
+			for k, v := range labels {
+				if !strings.Contains(status.Convert(err).Message(), fmt.Sprintf("%s=%q", k, v)) {
+					t.Errorf("error %q does not name the label %s=%q", status.Convert(err).Message(), k, v)
+				}
 			}
 		})
 	}
