@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,6 +56,9 @@ type kubevirtState struct {
 	tag string
 	vmi *kubevirtv1.VirtualMachineInstance
 	pod *corev1.Pod
+	// nodeHooks are the node hook points the recorder on the VMI's node saw
+	// for it so far, repeats collapsed.
+	nodeHooks []string
 }
 
 func (s *scenario) kubevirtSteps() []transcript.Step {
@@ -62,11 +66,15 @@ func (s *scenario) kubevirtSteps() []transcript.Step {
 		{Title: "KubeVirt v1.9.0 built with kubevirt/patches, its images made from Debian packages", Run: s.buildKubeVirt},
 		{Title: "KubeVirt deployed by its own virt-operator, in place of the stand-ins", Run: s.deployKubeVirt},
 		{Title: "plugins.plugin.kubevirt.io is the user guide's CRD, and stays so when virt-operator restarts and reconciles", Run: s.kvPluginCRD},
+		{Title: "A Prometheus from Debian's binary scrapes the components and evaluates deploy/monitoring's alerts", Run: s.promStart},
 		{Title: "A VM created with kubectl boots through KubeVirt with the samples' plugins", Run: s.kvBootVM},
 		{Title: "A template label change reaches KubeVirt's launcher Pod in place, without a fight", Run: s.kvSyncLabel},
+		{Title: "A VirtualMachineInstanceMigration: KubeVirt migrates the VM with migration-tuner's PreMigrationSource change, the guest goes on", Run: s.kvMigrate},
+		{Title: "A PreMigrationSource hook that fails under Fail: KubeVirt cancels the migration and says which Plugin", Run: s.kvMigrateRefused},
 		{Title: "The VM stopped through KubeVirt: OnVMStop from its virt-handler, the launcher Pod completes", Run: s.kvStopVM},
 		{Title: "A sidecar that never comes up: under Fail the VM does not start and KubeVirt says why; under Ignore it boots", Run: s.kvNeverUp},
 		{Title: "A VM no Plugin selects boots with the domain unpatched v1.9.0 defines", Run: s.kvNoPlugin},
+		{Title: "Five faults fire their alerts in Prometheus, and the alerts resolve once the faults are repaired", Run: s.promFaults},
 	}
 }
 
@@ -554,6 +562,7 @@ func (s *scenario) kvBootVM(ctx context.Context) error {
 	got := hookPoints(evs, vmi.Status.NodeName)
 	s.Check("KubeVirt's virt-handler on "+vmi.Status.NodeName+" called the recorder's PreVMStart then PostVMStart with the VMI's UID",
 		slices.Equal(got, []string{"PreVMStart", "PostVMStart"}), "got %v", got)
+	s.kv.nodeHooks = slices.Compact(got)
 	return s.kvHookCounts(ctx, vmi.Status.NodeName, "the launcher's hook outcomes, reported to virt-handler",
 		outcomeSeries{"cel-tuning", "GuestDefinition", "success"}, outcomeSeries{"smbios-watchdog", "GuestDefinition", "success"},
 		outcomeSeries{"cloudinit-network", "PreBoot", "success"})
@@ -754,16 +763,16 @@ func (s *scenario) kvStopVM(ctx context.Context) error {
 		return apierrors.IsNotFound(err), fmt.Sprintf("phase %s", v.Status.Phase), client.IgnoreNotFound(err)
 	})
 	s.Check("KubeVirt stopped the VM: the VMI is gone", err == nil, "%s", errText(err))
-	evs, err := s.events(ctx, node, string(vmi.UID))
+	got, err := s.compactHookPoints(ctx, node, string(vmi.UID))
 	if err != nil {
 		return err
 	}
-	got := hookPoints(evs, node)
 	// The guide lets a node hook fire more than once for one event
 	// (virt-handler calls OnVMStop on each pass while the domain shuts
 	// down); the events, repeats collapsed, are the life's in order.
-	s.Check("virt-handler on "+node+" called PreVMStart, PostVMStart, OnVMStop, PostVMStop for the VMI, in order (repeats allowed)",
-		slices.Equal(slices.Compact(slices.Clone(got)), []string{"PreVMStart", "PostVMStart", "OnVMStop", "PostVMStop"}), "got %v", got)
+	want := append(slices.Clone(s.kv.nodeHooks), "OnVMStop", "PostVMStop")
+	s.Check("virt-handler on "+node+" called "+strings.Join(want, ", ")+" for the VMI, in order (repeats allowed)",
+		slices.Equal(got, want), "got %v", got)
 	return nil
 }
 
@@ -816,12 +825,17 @@ spec:
 `
 }
 
-// neverUpVM is a VM labelled for never-up and cel-tuning, with nothing to
-// mount and no network: no boot source (a VM under Ignore runs, in its
-// firmware), so that a retried sync meets no other error than the hook's.
-// (virt-handler of v1.9.0 fails to mount a kernel-boot image again on a
-// sync retried after a failed one: "container-disks: file exists".)
-func neverUpVM(name string) string {
+// bareVM is a VM with labels and nothing to mount, no boot source and no
+// network (a VM whose hooks let it run runs, in its firmware), so that a
+// retried sync meets no other error than a hook's. (virt-handler of v1.9.0
+// fails to mount a kernel-boot image again on a sync retried after a
+// failed one: "container-disks: file exists".)
+func bareVM(name string, labels map[string]string) string {
+	keys := slices.Sorted(maps.Keys(labels))
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "        %s: %q\n", k, labels[k])
+	}
 	return `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata:
@@ -832,9 +846,7 @@ spec:
   template:
     metadata:
       labels:
-        plugins.example.com/never-up: "yes"
-        plugins.example.com/cel-tuning: enabled
-    spec:
+` + b.String() + `    spec:
       terminationGracePeriodSeconds: 0
       domain:
         devices:
@@ -843,6 +855,11 @@ spec:
           requests:
             memory: 64Mi
 `
+}
+
+// neverUpVM is a VM labelled for never-up and cel-tuning.
+func neverUpVM(name string) string {
+	return bareVM(name, map[string]string{"plugins.example.com/never-up": "yes", "plugins.example.com/cel-tuning": "enabled"})
 }
 
 // vmiEvents lists the Events on a VMI as "type reason: message".

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -163,6 +164,34 @@ func Records(files []RuleFile) []string {
 					out = append(out, r.Record)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// rangeSelector matches the range of a range vector selector or subquery,
+// "[10m]" or "[1h:5m]".
+var rangeSelector = regexp.MustCompile(`\[[0-9]+[smhdwy]+(:[0-9]*[smhdwy]*)?\]`)
+
+// Shortened returns a copy of files whose expressions read every range over
+// window instead and whose alerts wait forDuration before firing, for a
+// Prometheus that has minutes, not hours, to show each alert firing and
+// resolving. The expressions are otherwise the same; the recording rules
+// keep their names, so the alerts read them as they do in files.
+func Shortened(files []RuleFile, window, forDuration string) []RuleFile {
+	out := make([]RuleFile, len(files))
+	for i, f := range files {
+		out[i] = RuleFile{Name: f.Name}
+		for _, g := range f.Groups {
+			sg := RuleGroup{Name: g.Name, Interval: g.Interval}
+			for _, r := range g.Rules {
+				r.Expr = rangeSelector.ReplaceAllString(r.Expr, "["+window+"]")
+				if r.For != "" {
+					r.For = forDuration
+				}
+				sg.Rules = append(sg.Rules, r)
+			}
+			out[i].Groups = append(out[i].Groups, sg)
 		}
 	}
 	return out

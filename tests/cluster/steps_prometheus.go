@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubevirt-plugins/framework/tests/monitoring"
+)
+
+// A real Prometheus, Debian's binary, scrapes the components as an
+// operator's would and evaluates deploy/monitoring's rules, with windows
+// of a minute instead of ten (monitoring.Shortened), so that faults
+// injected into the cluster are seen firing each named alert, and resolving
+// once repaired, within the scenario.
+
+const (
+	promNamespace = "kvp-monitoring"
+	promManifest  = "tests/cluster/manifests/prometheus.yaml"
+	// promWindow and promFor replace the rules' ranges and for: durations.
+	promWindow = "1m"
+	promFor    = "15s"
+	// labelWalker is a Plugin whose CEL hook condition the cost limit
+	// stops on a VM with many labels.
+	labelWalker = "label-walker"
+)
+
+// promConfig is Prometheus's configuration. Debian's build of Prometheus
+// has no Kubernetes service discovery, so its targets come from a file the
+// scenario writes (promPublishTargets, a ConfigMap), each with the labels
+// job, namespace and pod, which the rules expect
+// (deploy/monitoring/README.md).
+const promConfig = `global:
+  scrape_interval: 5s
+  evaluation_interval: 5s
+rule_files:
+- /etc/prometheus-rules/*.yaml
+scrape_configs:
+# plugin-controller and label-syncer: controller-runtime's secure metrics,
+# authorized for this ServiceAccount's token by the metrics-reader roles.
+- job_name: kubevirt-plugins
+  scheme: https
+  authorization:
+    credentials_file: /var/run/secrets/kubernetes.io/serviceaccount/token
+  tls_config:
+    insecure_skip_verify: true
+  file_sd_configs:
+  - files: [/etc/prometheus-targets/kubevirt-plugins.json]
+    refresh_interval: 5s
+# KubeVirt's virt-handler, one per node: the node hook series and the
+# launchers' hook counts.
+- job_name: virt-handler
+  scheme: https
+  tls_config:
+    insecure_skip_verify: true
+  file_sd_configs:
+  - files: [/etc/prometheus-targets/virt-handler.json]
+    refresh_interval: 5s
+# The API server: its admission webhook refusals.
+- job_name: apiserver
+  scheme: https
+  authorization:
+    credentials_file: /var/run/secrets/kubernetes.io/serviceaccount/token
+  tls_config:
+    ca_file: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+    server_name: kubernetes.default.svc
+  file_sd_configs:
+  - files: [/etc/prometheus-targets/apiserver.json]
+    refresh_interval: 5s
+`
+
+// promTargetGroup is one entry of a Prometheus file_sd file.
+type promTargetGroup struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// promPublishTargets writes the ConfigMap prometheus-targets: every Pod of
+// plugin-controller, label-syncer and virt-handler with an address, and
+// the API server's endpoints. The kubelet updates the mounted file within
+// about half a minute, and Prometheus reads it again within seconds.
+func (s *scenario) promPublishTargets(ctx context.Context) error {
+	files := map[string][]promTargetGroup{"kubevirt-plugins.json": {}, "virt-handler.json": {}, "apiserver.json": {}}
+	for _, c := range []struct{ file, selector, job, port string }{
+		{"kubevirt-plugins.json", "app.kubernetes.io/name=plugin-controller", "plugin-controller", "metrics"},
+		{"kubevirt-plugins.json", "app.kubernetes.io/name=label-syncer", "label-syncer", "metrics"},
+		{"virt-handler.json", "kubevirt.io=virt-handler", "virt-handler", "metrics"},
+	} {
+		pods, err := s.cs.CoreV1().Pods(kubevirtNamespace).List(ctx, metav1.ListOptions{LabelSelector: c.selector})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
+				continue
+			}
+			port := 0
+			for _, ctr := range p.Spec.Containers {
+				for _, cp := range ctr.Ports {
+					if cp.Name == c.port {
+						port = int(cp.ContainerPort)
+					}
+				}
+			}
+			if port == 0 {
+				return fmt.Errorf("pod %s has no port %s", p.Name, c.port)
+			}
+			files[c.file] = append(files[c.file], promTargetGroup{
+				Targets: []string{net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))},
+				Labels:  map[string]string{"job": c.job, "namespace": p.Namespace, "pod": p.Name},
+			})
+		}
+	}
+	eps, err := s.cs.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
+	if err != nil {
+		return err
+	}
+	for _, sl := range eps.Items {
+		for _, ep := range sl.Endpoints {
+			for _, a := range ep.Addresses {
+				for _, p := range sl.Ports {
+					if p.Port != nil {
+						files["apiserver.json"] = append(files["apiserver.json"], promTargetGroup{
+							Targets: []string{net.JoinHostPort(a, strconv.Itoa(int(*p.Port)))},
+							Labels:  map[string]string{"job": "apiserver"},
+						})
+					}
+				}
+			}
+		}
+	}
+	data := map[string]string{}
+	for name, groups := range files {
+		b, err := json.Marshal(groups)
+		if err != nil {
+			return err
+		}
+		data[name] = string(b)
+	}
+	return s.applyConfigMap(ctx, "prometheus-targets", data)
+}
+
+// applyConfigMap creates or replaces a ConfigMap of promNamespace.
+func (s *scenario) applyConfigMap(ctx context.Context, name string, data map[string]string) error {
+	cm, err := yaml.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]string{"name": name, "namespace": promNamespace}, "data": data})
+	if err != nil {
+		return err
+	}
+	_, err = s.kubectl(ctx, string(cm), "apply", "-f", "-")
+	return err
+}
+
+// promJobs are the scrape jobs and how many targets each must have up.
+var promJobs = map[string]int{"plugin-controller": 2, "label-syncer": 1, "virt-handler": 2, "apiserver": 1}
+
+// promGet reads a path of Prometheus's HTTP API through the API server's
+// Service proxy and decodes its data.
+func (s *scenario) promGet(ctx context.Context, path string, data any) error {
+	b, err := s.cs.CoreV1().Services(promNamespace).ProxyGet("http", "prometheus", "web", path, nil).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("prometheus %s: %w", path, err)
+	}
+	var r struct {
+		Status string          `json:"status"`
+		Data   json.RawMessage `json:"data"`
+		Error  string          `json:"error"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("prometheus %s: %w", path, err)
+	}
+	if r.Status != "success" {
+		return fmt.Errorf("prometheus %s: %s", path, r.Error)
+	}
+	return json.Unmarshal(r.Data, data)
+}
+
+// promTargets counts the targets up and all targets per job.
+func (s *scenario) promTargets(ctx context.Context) (up, all map[string]int, err error) {
+	var d struct {
+		ActiveTargets []struct {
+			Labels    map[string]string `json:"labels"`
+			Health    string            `json:"health"`
+			LastError string            `json:"lastError"`
+		} `json:"activeTargets"`
+	}
+	if err := s.promGet(ctx, "api/v1/targets", &d); err != nil {
+		return nil, nil, err
+	}
+	up, all = map[string]int{}, map[string]int{}
+	for _, t := range d.ActiveTargets {
+		all[t.Labels["job"]]++
+		if t.Health == "up" {
+			up[t.Labels["job"]]++
+		}
+	}
+	return up, all, nil
+}
+
+// promAlert is an alert as Prometheus's /api/v1/alerts lists it.
+type promAlert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"`
+}
+
+func (a promAlert) String() string {
+	keys := make([]string, 0, len(a.Labels))
+	for k := range a.Labels {
+		if k != "alertname" && k != "severity" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+a.Labels[k])
+	}
+	return a.Labels["alertname"] + "{" + strings.Join(parts, ",") + "} " + a.State
+}
+
+func (s *scenario) promAlerts(ctx context.Context) ([]promAlert, error) {
+	var d struct {
+		Alerts []promAlert `json:"alerts"`
+	}
+	err := s.promGet(ctx, "api/v1/alerts", &d)
+	return d.Alerts, err
+}
+
+// promStart builds the Prometheus image, loads it into the nodes and runs
+// it with the rules of deploy/monitoring's PrometheusRules, shortened.
+func (s *scenario) promStart(ctx context.Context) error {
+	out, err := s.script(ctx, "hack/build-prometheus-image.sh")
+	if err != nil {
+		return err
+	}
+	image := lastLine(out)
+	if _, err := s.script(ctx, "hack/kind/cluster.sh", "load", image); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kvp-rules-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	files, err := monitoring.PrometheusRules(s.root, dir)
+	if err != nil {
+		return err
+	}
+	short := monitoring.Shortened(files, promWindow, promFor)
+	rules := map[string]string{}
+	for _, f := range short {
+		b, err := yaml.Marshal(f)
+		if err != nil {
+			return err
+		}
+		rules[f.Name+".yaml"] = string(b)
+	}
+	b, err := os.ReadFile(filepath.Join(s.root, promManifest))
+	if err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, strings.ReplaceAll(string(b), "@IMAGE@", image), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	for name, data := range map[string]map[string]string{"prometheus-config": {"prometheus.yml": promConfig}, "prometheus-rules": rules} {
+		if err := s.applyConfigMap(ctx, name, data); err != nil {
+			return err
+		}
+	}
+	if err := s.promPublishTargets(ctx); err != nil {
+		return err
+	}
+	s.Show(fmt.Sprintf("Prometheus %s in namespace %s; the rules of %d PrometheusRules with every range %s and every for: %s (monitoring.Shortened)",
+		image, promNamespace, len(files), promWindow, promFor))
+	var up, all map[string]int
+	err = poll(ctx, "every target up", 3*time.Minute, func() (bool, string, error) {
+		var err error
+		if up, all, err = s.promTargets(ctx); err != nil {
+			return false, err.Error(), nil
+		}
+		for job, n := range promJobs {
+			if up[job] < n {
+				return false, fmt.Sprintf("up %v of %v", up, all), nil
+			}
+		}
+		return true, "", nil
+	})
+	s.Check("Prometheus scrapes, with its ServiceAccount's token where the endpoint asks for one, plugin-controller (both replicas), label-syncer, virt-handler on both workers and the API server: every target up",
+		err == nil, "up %v of %v%s", up, all, errSuffix(err))
+	var groups struct {
+		Groups []struct {
+			Rules []struct {
+				Type string `json:"type"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := s.promGet(ctx, "api/v1/rules", &groups); err != nil {
+		return err
+	}
+	alerts := 0
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Type == "alerting" {
+				alerts++
+			}
+		}
+	}
+	want := len(monitoring.Alerts(files))
+	s.Check("it loaded every alert of deploy/monitoring", alerts == want, "%d alerting rules loaded, %d in deploy/monitoring", alerts, want)
+	firing, err := s.promAlerts(ctx)
+	if err != nil {
+		return err
+	}
+	s.Check("no alert fires on the healthy cluster", len(firing) == 0, "%v", firing)
+	return nil
+}
+
+// promFault is an alert a fault must fire, named with the labels it
+// must carry.
+type promFault struct {
+	alert  string
+	labels map[string]string
+}
+
+func (f promFault) matches(a promAlert) bool {
+	if a.Labels["alertname"] != f.alert {
+		return false
+	}
+	for k, v := range f.labels {
+		if a.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// labelWalkerYAML has a CEL hook whose condition compares every label of
+// the VMI with every other one: the cost limit stops it on a VMI with a few
+// hundred labels.
+const labelWalkerYAML = `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: ` + labelWalker + `
+spec:
+  condition: '"plugins.example.com/label-walker" in vmi.Labels'
+  failureStrategy: Fail
+  launcherHooks:
+  - cel:
+      hookPoint: GuestDefinition
+      expression: 'Domain{Title: "walked"}'
+    condition: 'vmi.Labels.all(a, vmi.Labels.all(b, size(a) + size(b) > 0))'
+`
+
+// promFaults injects five faults at once, reads each named alert firing
+// from Prometheus, repairs the faults and reads each alert resolved.
+func (s *scenario) promFaults(ctx context.Context) error {
+	if err := s.applyPlugin(ctx, "Plugin "+labelWalker, labelWalkerYAML); err != nil {
+		return err
+	}
+	walkerLabels := map[string]string{"plugins.example.com/label-walker": "yes"}
+	for i := range 2000 {
+		walkerLabels[fmt.Sprintf("owner.example.org/l%04d", i)] = "v"
+	}
+	vms := map[string]string{
+		"alert-sidecar": bareVM("alert-sidecar", map[string]string{"plugins.example.com/smbios-watchdog": "enabled", "watchdog.example.com/action": "explode"}),
+		"alert-cel":     bareVM("alert-cel", walkerLabels),
+	}
+	for _, name := range []string{"alert-sidecar", "alert-cel"} {
+		if _, err := s.kubectl(ctx, vms[name], "apply", "-f", "-"); err != nil {
+			return err
+		}
+	}
+	s.Show("faults: VM alert-sidecar labelled for smbios-watchdog with watchdog action \"explode\", which its sidecar refuses every boot (Fail); " +
+		"VM alert-cel with 2,000 labels, selected by Plugin label-walker, whose hook condition compares every label with every other (Fail)")
+	err := poll(ctx, "the two VMs' launcher Pods", 3*time.Minute, func() (bool, string, error) {
+		out, err := s.kubectl(ctx, "", "-n", vmNamespace, "get", "pods", "-l", "kubevirt.io=virt-launcher", "-o", "jsonpath={.items[*].metadata.labels.vm\\.kubevirt\\.io/name}")
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		names := strings.Fields(out)
+		return slices.Contains(names, "alert-sidecar") && slices.Contains(names, "alert-cel"), out, nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, "", "-n", "kubevirt-plugins-node-hooks", "patch", "daemonset", "node-hook-recorder", "--type=merge",
+		"-p", `{"spec":{"template":{"spec":{"nodeSelector":{"kvp.example.com/no-such-node":"true"}}}}}`); err != nil {
+		return err
+	}
+	s.Show("fault: DaemonSet node-hook-recorder on no node (a nodeSelector no node has): its node hooks fail on every node")
+	replicas, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "get", "deployment", "plugin-controller", "-o", "jsonpath={.spec.replicas}")
+	if err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "scale", "deployment", "plugin-controller", "--replicas=0"); err != nil {
+		return err
+	}
+	s.Show("fault: $ kubectl -n kubevirt scale deployment plugin-controller --replicas=0 (it serves the sidecar injector's webhook too)")
+	// Its Pods answer the webhook until they are gone (a preStop delay).
+	err = poll(ctx, "plugin-controller's Pods to go", 2*time.Minute, func() (bool, string, error) {
+		out, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "get", "pods", "-l", "app.kubernetes.io/name=plugin-controller", "-o", "name")
+		return err == nil && strings.TrimSpace(out) == "", out, nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, bareVM("alert-refused", map[string]string{"app": "refused"}), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	s.Show("VM alert-refused created: its launcher Pod goes through the injector's webhook, which no Pod serves")
+
+	faults := []promFault{
+		{"KubeVirtPluginLauncherHookFailing", map[string]string{"plugin": "smbios-watchdog", "hook_point": "GuestDefinition"}},
+		{"KubeVirtPluginLauncherCELCostLimitExceeded", map[string]string{"plugin": labelWalker, "hook_point": "GuestDefinition"}},
+		{"KubeVirtPluginNodeDaemonSetDown", map[string]string{"plugin": "node-hook-recorder"}},
+		{"KubeVirtPluginSidecarInjectorUnreachable", nil},
+		{"KubeVirtPluginControllerDown", nil},
+	}
+	seen, last := s.promWait(ctx, faults, "every alert firing", func(f promFault, alerts []promAlert) bool {
+		return slices.ContainsFunc(alerts, func(a promAlert) bool { return f.matches(a) && a.State == "firing" })
+	})
+	for _, f := range faults {
+		took, ok := seen[f.alert]
+		s.Check(fmt.Sprintf("Prometheus's /api/v1/alerts: %s firing %v", f.alert, f.labels), ok,
+			"%s", firedDetail(ok, took, last))
+	}
+
+	for _, name := range []string{"alert-sidecar", "alert-cel", "alert-refused"} {
+		if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "delete", "vm", name, "--wait=false"); err != nil {
+			return err
+		}
+	}
+	if _, err := s.kubectl(ctx, "", "-n", "kubevirt-plugins-node-hooks", "patch", "daemonset", "node-hook-recorder", "--type=json",
+		"-p", `[{"op":"remove","path":"/spec/template/spec/nodeSelector/kvp.example.com~1no-such-node"}]`); err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "scale", "deployment", "plugin-controller", "--replicas="+strings.TrimSpace(replicas)); err != nil {
+		return err
+	}
+	if _, err := s.kubectl(ctx, "", "delete", "plugin", labelWalker, "--ignore-not-found"); err != nil {
+		return err
+	}
+	// The new plugin-controller Pods are the targets now.
+	err = poll(ctx, "plugin-controller's replicas", 3*time.Minute, func() (bool, string, error) {
+		out, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "get", "deployment", "plugin-controller", "-o", "jsonpath={.status.readyReplicas}")
+		return err == nil && strings.TrimSpace(out) == strings.TrimSpace(replicas), out, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.promPublishTargets(ctx); err != nil {
+		return err
+	}
+	s.Show("repaired: the three VMs deleted, node-hook-recorder back on every node, plugin-controller back to " + strings.TrimSpace(replicas) + " replicas")
+	resolved, last := s.promWait(ctx, faults, "every alert resolved", func(f promFault, alerts []promAlert) bool {
+		return !slices.ContainsFunc(alerts, f.matches)
+	})
+	for _, f := range faults {
+		took, ok := resolved[f.alert]
+		s.Check("after the repair, "+f.alert+" resolves", ok, "%s", firedDetail(ok, took, last))
+	}
+	return nil
+}
+
+// promWait polls Prometheus's alerts until done holds for every fault, and
+// returns when it first held for each, and the alerts last listed.
+func (s *scenario) promWait(ctx context.Context, faults []promFault, what string, done func(promFault, []promAlert) bool) (map[string]time.Duration, []promAlert) {
+	start := time.Now()
+	when := map[string]time.Duration{}
+	var last []promAlert
+	_ = poll(ctx, what, 6*time.Minute, func() (bool, string, error) {
+		alerts, err := s.promAlerts(ctx)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		last = alerts
+		for _, f := range faults {
+			if _, ok := when[f.alert]; !ok && done(f, alerts) {
+				when[f.alert] = time.Since(start)
+			}
+		}
+		return len(when) == len(faults), fmt.Sprintf("%d of %d: %v", len(when), len(faults), alerts), nil
+	})
+	return when, last
+}
+
+// firedDetail says when an alert got to its state, or what Prometheus
+// listed instead.
+func firedDetail(ok bool, took time.Duration, alerts []promAlert) string {
+	if ok {
+		return "after " + took.Round(time.Second).String()
+	}
+	return fmt.Sprintf("not within the wait; alerts: %v", alerts)
+}
