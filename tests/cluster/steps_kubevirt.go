@@ -490,16 +490,9 @@ func (s *scenario) kvDomain(ctx context.Context, pod *corev1.Pod, vmi *kubevirtv
 // kvGuest reads the test guest's report from KubeVirt's serial console
 // log container.
 func (s *scenario) kvGuest(ctx context.Context, pod *corev1.Pod) (guest.Report, error) {
-	var r guest.Report
-	err := poll(ctx, "the test guest's report", guestBootTimeout, func() (bool, string, error) {
-		out, err := s.kubectl(ctx, "", "-n", pod.Namespace, "logs", pod.Name, "-c", "guest-console-log")
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		r = guest.Parse(out)
-		return r.Ready && len(r.Ticks) > 0, fmt.Sprintf("%d report lines so far", len(r.Lines)), nil
+	return s.kvWaitGuest(ctx, pod, "the test guest's report", func(r guest.Report) (bool, string) {
+		return r.Ready && len(r.Ticks) > 0, fmt.Sprintf("%d report lines so far", len(r.Lines))
 	})
-	return r, err
 }
 
 func (s *scenario) kvBootVM(ctx context.Context) error {
