@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -34,13 +35,25 @@ const EventReason = "KubeVirtPluginsLauncherHookCounts"
 const (
 	// MaxSize bounds the encoded report, in bytes.
 	MaxSize = 256 << 10
-	// MaxEntries bounds the entries of a report, outcomes and
-	// celCostLimitExceeded together: three hook points and five series
-	// each (four outcomes and the cost-limit stops) for 34 plugins.
+	// MaxEntries bounds the entries of a report, its four lists
+	// together: three hook points and six series each (four outcomes,
+	// the cost-limit stops and the durations) for 28 plugins, and room
+	// for their overlaps.
 	MaxEntries = 512
-	// MaxCount bounds the count of one entry.
+	// MaxCount bounds the count of one entry, and the runs of one
+	// durations entry.
 	MaxCount = 1 << 20
+	// MaxRunSeconds bounds the mean time of the runs of a durations
+	// entry: a day, far beyond any hook's timeout.
+	MaxRunSeconds = 24 * 60 * 60
 )
+
+// DurationBuckets are the upper bounds, in seconds, of the buckets of the
+// launcher hook duration histogram,
+// kubevirt_plugins_launcher_hook_duration_seconds{plugin,hook_point}: the
+// launcher's pipeline observes into them and a report carries its runs per
+// bucket, so that virt-handler rebuilds the same histogram.
+var DurationBuckets = []float64{.0005, .001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60}
 
 // Report is what a launcher's hooks did since its previous report.
 type Report struct {
@@ -53,6 +66,13 @@ type Report struct {
 	// conditions, its GuestDefinition expressions) the CEL cost limit
 	// stopped, per plugin and hook point.
 	CELCostLimitExceeded []CELCostLimitCount `json:"celCostLimitExceeded,omitempty"`
+	// Durations are how long the runs of launcher hooks took, per plugin
+	// and hook point; runs skipped by their condition are not timed.
+	Durations []DurationCount `json:"durations,omitempty"`
+	// Overlaps are the parts of the domain a plugin's GuestDefinition
+	// hook changed after another plugin's had in the same call, per hook
+	// point and pair of plugins.
+	Overlaps []OverlapCount `json:"overlaps,omitempty"`
 }
 
 // OutcomeCount is how many runs of a plugin's hooks at a hook point ended
@@ -74,9 +94,43 @@ type CELCostLimitCount struct {
 	Count int64 `json:"count"`
 }
 
+// DurationCount is how long the timed runs of a plugin's hooks at a hook
+// point took: Runs[i] runs took at most DurationBuckets[i] seconds and
+// more than the bound before it, and the last element counts those that
+// took longer than the last bound. Seconds is their total time.
+type DurationCount struct {
+	Plugin    string                           `json:"plugin"`
+	HookPoint pluginv1alpha1.LauncherHookPoint `json:"hookPoint"`
+	// Runs has len(DurationBuckets)+1 elements, each at least 0, and
+	// adds up to at least 1 and at most MaxCount.
+	Runs []int64 `json:"runs"`
+	// Seconds is at least 0 and at most MaxRunSeconds per run.
+	Seconds float64 `json:"seconds"`
+}
+
+// Total is the number of runs d counts.
+func (d *DurationCount) Total() int64 {
+	var n int64
+	for _, r := range d.Runs {
+		n += r
+	}
+	return n
+}
+
+// OverlapCount is how many parts of the domain a GuestDefinition hook of
+// Plugin changed after a hook of OverwrittenPlugin had, in calls at a
+// hook point; Plugin's value was kept.
+type OverlapCount struct {
+	HookPoint         pluginv1alpha1.LauncherHookPoint `json:"hookPoint"`
+	Plugin            string                           `json:"plugin"`
+	OverwrittenPlugin string                           `json:"overwrittenPlugin"`
+	// Count is at least 1 and at most MaxCount.
+	Count int64 `json:"count"`
+}
+
 // Empty reports whether r counts nothing.
 func (r *Report) Empty() bool {
-	return len(r.Outcomes) == 0 && len(r.CELCostLimitExceeded) == 0
+	return len(r.Outcomes) == 0 && len(r.CELCostLimitExceeded) == 0 && len(r.Durations) == 0 && len(r.Overlaps) == 0
 }
 
 // Decode reads a report and checks it (Validate). Its errors name the
@@ -118,8 +172,8 @@ func (r *Report) Validate() error {
 	if r.Version != Version {
 		return fmt.Errorf("version: %d is not %d, the only version this reader knows", r.Version, Version)
 	}
-	if n := len(r.Outcomes) + len(r.CELCostLimitExceeded); n > MaxEntries {
-		return fmt.Errorf("outcomes and celCostLimitExceeded: %d entries, more than %d", n, MaxEntries)
+	if n := len(r.Outcomes) + len(r.CELCostLimitExceeded) + len(r.Durations) + len(r.Overlaps); n > MaxEntries {
+		return fmt.Errorf("outcomes, celCostLimitExceeded, durations and overlaps: %d entries, more than %d", n, MaxEntries)
 	}
 	seen := make(map[OutcomeCount]bool, len(r.Outcomes))
 	for i, o := range r.Outcomes {
@@ -147,6 +201,61 @@ func (r *Report) Validate() error {
 			return fmt.Errorf("%s: plugin %q, hook point %s counted twice", field, c.Plugin, c.HookPoint)
 		}
 		seenCEL[key] = true
+	}
+	seenDur := make(map[CELCostLimitCount]bool, len(r.Durations))
+	for i := range r.Durations {
+		d := &r.Durations[i]
+		field := fmt.Sprintf("durations[%d]", i)
+		if err := checkDuration(field, d); err != nil {
+			return err
+		}
+		key := CELCostLimitCount{Plugin: d.Plugin, HookPoint: d.HookPoint}
+		if seenDur[key] {
+			return fmt.Errorf("%s: plugin %q, hook point %s counted twice", field, d.Plugin, d.HookPoint)
+		}
+		seenDur[key] = true
+	}
+	seenOverlap := make(map[OverlapCount]bool, len(r.Overlaps))
+	for i, o := range r.Overlaps {
+		field := fmt.Sprintf("overlaps[%d]", i)
+		if err := checkEntry(field, o.Plugin, o.HookPoint, o.Count); err != nil {
+			return err
+		}
+		switch o.OverwrittenPlugin {
+		case "":
+			return fmt.Errorf("%s.overwrittenPlugin: empty", field)
+		case o.Plugin:
+			return fmt.Errorf("%s.overwrittenPlugin: %q is the plugin itself; only hooks of two plugins overlap", field, o.Plugin)
+		}
+		key := OverlapCount{HookPoint: o.HookPoint, Plugin: o.Plugin, OverwrittenPlugin: o.OverwrittenPlugin}
+		if seenOverlap[key] {
+			return fmt.Errorf("%s: hook point %s, plugin %q over %q counted twice", field, o.HookPoint, o.Plugin, o.OverwrittenPlugin)
+		}
+		seenOverlap[key] = true
+	}
+	return nil
+}
+
+// checkDuration checks a durations entry.
+func checkDuration(field string, d *DurationCount) error {
+	if err := checkEntry(field, d.Plugin, d.HookPoint, 1); err != nil {
+		return err
+	}
+	if len(d.Runs) != len(DurationBuckets)+1 {
+		return fmt.Errorf("%s.runs: %d buckets, not %d (the bounds of DurationBuckets and one above them)", field, len(d.Runs), len(DurationBuckets)+1)
+	}
+	var total int64
+	for j, n := range d.Runs {
+		if n < 0 || n > MaxCount {
+			return fmt.Errorf("%s.runs[%d]: %d is not between 0 and %d", field, j, n, MaxCount)
+		}
+		total += n
+	}
+	if total < 1 || total > MaxCount {
+		return fmt.Errorf("%s.runs: %d runs in all, not between 1 and %d", field, total, MaxCount)
+	}
+	if s := d.Seconds; math.IsNaN(s) || s < 0 || s > float64(total)*MaxRunSeconds {
+		return fmt.Errorf("%s.seconds: %v is not between 0 and %d per run (%d runs)", field, s, MaxRunSeconds, total)
 	}
 	return nil
 }

@@ -24,6 +24,12 @@ func TestAReportReadsBackAsWritten(t *testing.T) {
 		CELCostLimitExceeded: []hookcounts.CELCostLimitCount{
 			{Plugin: "label-walker", HookPoint: pluginv1alpha1.GuestDefinition, Count: 1},
 		},
+		Durations: []hookcounts.DurationCount{
+			{Plugin: "cpu-tuning", HookPoint: pluginv1alpha1.GuestDefinition, Runs: runs(0, 2, 1), Seconds: 0.0042},
+		},
+		Overlaps: []hookcounts.OverlapCount{
+			{HookPoint: pluginv1alpha1.GuestDefinition, Plugin: "late", OverwrittenPlugin: "cpu-tuning", Count: 3},
+		},
 	}
 	data, err := json.Marshal(want)
 	if err != nil {
@@ -39,6 +45,17 @@ func TestAReportReadsBackAsWritten(t *testing.T) {
 	if empty := (&hookcounts.Report{Version: hookcounts.Version}); !empty.Empty() || got.Empty() {
 		t.Error("Empty does not tell a report that counts nothing")
 	}
+	if n := got.Durations[0].Total(); n != 3 {
+		t.Errorf("Total() = %d, want 3", n)
+	}
+}
+
+// runs is a durations entry's runs per bucket: the first elements as
+// given, the others 0.
+func runs(first ...int64) []int64 {
+	r := make([]int64, len(hookcounts.DurationBuckets)+1)
+	copy(r, first)
+	return r
 }
 
 // The wire format is what the two runtimes, released apart, agree on: its
@@ -46,7 +63,9 @@ func TestAReportReadsBackAsWritten(t *testing.T) {
 func TestTheWireFormatsFieldNames(t *testing.T) {
 	got, err := hookcounts.Decode([]byte(`{"version":1,
 		"outcomes":[{"plugin":"p","hookPoint":"PreMigrationSource","outcome":"error","count":3}],
-		"celCostLimitExceeded":[{"plugin":"p","hookPoint":"PreBoot","count":4}]}`))
+		"celCostLimitExceeded":[{"plugin":"p","hookPoint":"PreBoot","count":4}],
+		"durations":[{"plugin":"p","hookPoint":"PreBoot","runs":[0,0,0,0,0,0,0,0,0,0,0,0,2],"seconds":150.5}],
+		"overlaps":[{"hookPoint":"GuestDefinition","plugin":"p","overwrittenPlugin":"q","count":5}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +74,12 @@ func TestTheWireFormatsFieldNames(t *testing.T) {
 	}
 	if c := got.CELCostLimitExceeded; len(c) != 1 || c[0] != (hookcounts.CELCostLimitCount{Plugin: "p", HookPoint: pluginv1alpha1.PreBoot, Count: 4}) {
 		t.Errorf("celCostLimitExceeded = %+v", c)
+	}
+	if d := got.Durations; len(d) != 1 || !reflect.DeepEqual(d[0], hookcounts.DurationCount{Plugin: "p", HookPoint: pluginv1alpha1.PreBoot, Runs: runs(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2), Seconds: 150.5}) {
+		t.Errorf("durations = %+v", d)
+	}
+	if o := got.Overlaps; len(o) != 1 || o[0] != (hookcounts.OverlapCount{HookPoint: pluginv1alpha1.GuestDefinition, Plugin: "p", OverwrittenPlugin: "q", Count: 5}) {
+		t.Errorf("overlaps = %+v", o)
 	}
 }
 
@@ -98,6 +123,20 @@ func TestDecodeRefusesWhatALauncherMustNotSend(t *testing.T) {
 		{"a CEL stop with a negative count", `{"version":1,"celCostLimitExceeded":[{"plugin":"p","hookPoint":"PreBoot","count":-1}]}`, "celCostLimitExceeded[0].count: -1 is not between 1 and"},
 		{"a CEL stop with no plugin", `{"version":1,"celCostLimitExceeded":[{"hookPoint":"PreBoot","count":1}]}`, "celCostLimitExceeded[0].plugin: empty"},
 		{"the same CEL stop twice", `{"version":1,"celCostLimitExceeded":[{"plugin":"p","hookPoint":"PreBoot","count":1},{"plugin":"p","hookPoint":"PreBoot","count":2}]}`, `celCostLimitExceeded[1]: plugin "p", hook point PreBoot counted twice`},
+		{"durations with a bucket missing", `{"version":1,"durations":[{"plugin":"p","hookPoint":"PreBoot","runs":[1],"seconds":1}]}`, "durations[0].runs: 1 buckets, not 13"},
+		{"durations with a negative bucket", `{"version":1,"durations":[{"plugin":"p","hookPoint":"PreBoot","runs":[2,-1,0,0,0,0,0,0,0,0,0,0,0],"seconds":1}]}`, "durations[0].runs[1]: -1 is not between 0 and"},
+		{"durations of no run", `{"version":1,"durations":[{"plugin":"p","hookPoint":"PreBoot","runs":[0,0,0,0,0,0,0,0,0,0,0,0,0],"seconds":0}]}`, "durations[0].runs: 0 runs in all, not between 1 and"},
+		{"durations of too many runs", fmt.Sprintf(`{"version":1,"durations":[{"plugin":"p","hookPoint":"PreBoot","runs":[%d,1,0,0,0,0,0,0,0,0,0,0,0],"seconds":0}]}`, hookcounts.MaxCount), fmt.Sprintf("durations[0].runs: %d runs in all, not between 1 and %d", hookcounts.MaxCount+1, hookcounts.MaxCount)},
+		{"negative seconds", `{"version":1,"durations":[{"plugin":"p","hookPoint":"PreBoot","runs":[1,0,0,0,0,0,0,0,0,0,0,0,0],"seconds":-0.5}]}`, "durations[0].seconds: -0.5 is not between 0 and 86400 per run (1 runs)"},
+		{"more than a day per run", `{"version":1,"durations":[{"plugin":"p","hookPoint":"PreBoot","runs":[0,0,0,0,0,0,0,0,0,0,0,0,2],"seconds":172801}]}`, "durations[0].seconds: 172801 is not between 0 and 86400 per run (2 runs)"},
+		{"durations at a node hook point", `{"version":1,"durations":[{"plugin":"p","hookPoint":"PostVMStart","runs":[1,0,0,0,0,0,0,0,0,0,0,0,0],"seconds":0}]}`, `durations[0].hookPoint: "PostVMStart" is not a launcher hook point`},
+		{"durations with no plugin", `{"version":1,"durations":[{"hookPoint":"PreBoot","runs":[1,0,0,0,0,0,0,0,0,0,0,0,0],"seconds":0}]}`, "durations[0].plugin: empty"},
+		{"the same durations twice", `{"version":1,"durations":[{"plugin":"p","hookPoint":"PreBoot","runs":[1,0,0,0,0,0,0,0,0,0,0,0,0],"seconds":0},{"plugin":"p","hookPoint":"PreBoot","runs":[1,0,0,0,0,0,0,0,0,0,0,0,0],"seconds":0}]}`, `durations[1]: plugin "p", hook point PreBoot counted twice`},
+		{"an overlap with no overwritten plugin", `{"version":1,"overlaps":[{"hookPoint":"GuestDefinition","plugin":"p","count":1}]}`, "overlaps[0].overwrittenPlugin: empty"},
+		{"an overlap of a plugin with itself", `{"version":1,"overlaps":[{"hookPoint":"GuestDefinition","plugin":"p","overwrittenPlugin":"p","count":1}]}`, `overlaps[0].overwrittenPlugin: "p" is the plugin itself`},
+		{"an overlap with count 0", `{"version":1,"overlaps":[{"hookPoint":"GuestDefinition","plugin":"p","overwrittenPlugin":"q","count":0}]}`, "overlaps[0].count: 0 is not between 1 and"},
+		{"an overlap at a node hook point", `{"version":1,"overlaps":[{"hookPoint":"PreVMStart","plugin":"p","overwrittenPlugin":"q","count":1}]}`, `overlaps[0].hookPoint: "PreVMStart" is not a launcher hook point`},
+		{"the same overlap twice", `{"version":1,"overlaps":[{"hookPoint":"GuestDefinition","plugin":"p","overwrittenPlugin":"q","count":1},{"hookPoint":"GuestDefinition","plugin":"p","overwrittenPlugin":"q","count":1}]}`, `overlaps[1]: hook point GuestDefinition, plugin "p" over "q" counted twice`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := hookcounts.Decode([]byte(c.data))
@@ -112,13 +151,18 @@ func TestDecodeRefusesWhatALauncherMustNotSend(t *testing.T) {
 }
 
 // The bounds leave room for the largest report a launcher writes: MaxEntries
-// entries of plugins with the longest name a Plugin can have.
+// entries of the largest kind, durations with every bucket near MaxCount,
+// of plugins with the longest name a Plugin can have.
 func TestTheLargestReportALauncherWritesFitsMaxSize(t *testing.T) {
 	r := hookcounts.Report{Version: hookcounts.Version}
 	name := strings.Repeat("a", 253)
+	full := make([]int64, len(hookcounts.DurationBuckets)+1)
+	for j := range full {
+		full[j] = hookcounts.MaxCount / int64(len(full))
+	}
 	for i := range hookcounts.MaxEntries {
-		r.Outcomes = append(r.Outcomes, hookcounts.OutcomeCount{Plugin: fmt.Sprintf("%d%s", i, name[4:]), HookPoint: pluginv1alpha1.PreMigrationSource,
-			Outcome: hookresult.Skipped, Count: hookcounts.MaxCount})
+		r.Durations = append(r.Durations, hookcounts.DurationCount{Plugin: fmt.Sprintf("%d%s", i, name[4:]), HookPoint: pluginv1alpha1.PreMigrationSource,
+			Runs: full, Seconds: 1234567.123456789})
 	}
 	data, err := json.Marshal(r)
 	if err != nil {

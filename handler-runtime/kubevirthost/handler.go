@@ -186,9 +186,11 @@ func (h *Handler) LauncherPlugins(vmi *kubevirtv1.VirtualMachineInstance) ([]byt
 }
 
 // RecordLauncherHookCounts adds to virt-handler's launcher hook series
-// (kubevirt_plugins_launcher_hook_outcomes_total and
-// kubevirt_plugins_launcher_hook_cel_cost_limit_exceeded_total, on
-// Options.Registerer) the counts the launcher of vmi reported: the bytes
+// (kubevirt_plugins_launcher_hook_outcomes_total,
+// kubevirt_plugins_launcher_hook_cel_cost_limit_exceeded_total,
+// kubevirt_plugins_launcher_hook_duration_seconds and
+// kubevirt_plugins_launcher_hook_overlaps_total, on Options.Registerer)
+// the counts the launcher of vmi reported: the bytes
 // its TakeHookCounts returned (launcher-runtime/kubevirthost), which
 // virt-launcher sends after each hook point call with its reply, as it
 // sends the failures its hooks skipped under Ignore. Empty data records

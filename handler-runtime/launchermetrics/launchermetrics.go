@@ -24,6 +24,8 @@ import (
 const (
 	MetricHookOutcomes         = metricPrefix + "outcomes_total"
 	MetricCELCostLimitExceeded = metricPrefix + "cel_cost_limit_exceeded_total"
+	MetricHookDuration         = metricPrefix + "duration_seconds"
+	MetricHookOverlaps         = metricPrefix + "overlaps_total"
 )
 
 // metricPrefix begins the name of every metric of the launcher hooks.
@@ -67,6 +69,14 @@ func New(opts Options) (*Counters, error) {
 			Name: MetricCELCostLimitExceeded,
 			Help: "Evaluations of a plugin's CEL condition or GuestDefinition expression stopped by the CEL cost limit in a launcher, per plugin and hook point, as the virt-launchers of the node reported them to virt-handler.",
 		}, []string{"plugin", "hook_point"}),
+		overlaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricHookOverlaps,
+			Help: "Parts of a domain a GuestDefinition hook of plugin changed after a hook of overwritten_plugin had in the same call (the later value is kept), as the virt-launchers of the node reported them to virt-handler.",
+		}, []string{"hook_point", "plugin", "overwritten_plugin"}),
+		durationDesc: prometheus.NewDesc(MetricHookDuration,
+			"Time a launcher hook took, socket wait included, per plugin and hook point (runs skipped by their condition are not timed), as the virt-launchers of the node reported them to virt-handler.",
+			[]string{"plugin", "hook_point"}, nil),
+		durations: map[durationKey]*durations{},
 	}
 	if opts.Registerer != nil {
 		var err error
@@ -100,12 +110,18 @@ func name(vmi *kubevirtv1.VirtualMachineInstance) string {
 	return vmi.Namespace + "/" + vmi.Name
 }
 
-// collector holds the two series and brings them in line with the Plugins
-// of the source before they are gathered.
+// collector holds the series and brings them in line with the Plugins of
+// the source before they are gathered.
 type collector struct {
 	plugins  PluginSource
 	outcomes *prometheus.CounterVec
 	celLimit *prometheus.CounterVec
+	overlaps *prometheus.CounterVec
+	// durationDesc describes the histograms of durations, which are
+	// rebuilt from the runs the launchers counted per bucket; mu guards
+	// durations.
+	durationDesc *prometheus.Desc
+	durations    map[durationKey]*durations
 
 	// mu orders record and sync: a report checked against one set of
 	// Plugins is added before the series of a Plugin deleted since are
@@ -119,18 +135,49 @@ type collector struct {
 	known    map[string]bool
 }
 
+// durationKey is a histogram of durations.
+type durationKey struct {
+	plugin string
+	point  pluginv1alpha1.LauncherHookPoint
+}
+
+// durations are the runs of a histogram per bucket of
+// hookcounts.DurationBuckets (not cumulative, the last above the last
+// bound), and their total seconds.
+type durations struct {
+	runs    []uint64
+	seconds float64
+}
+
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	c.outcomes.Describe(ch)
 	c.celLimit.Describe(ch)
+	c.overlaps.Describe(ch)
+	ch <- c.durationDesc
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	// A store not synced yet keeps the series as they are.
 	_, _ = c.sync()
+	histograms := make([]prometheus.Metric, 0, len(c.durations))
+	for k, d := range c.durations {
+		cumulative := make(map[float64]uint64, len(hookcounts.DurationBuckets))
+		var count uint64
+		for i, bound := range hookcounts.DurationBuckets {
+			count += d.runs[i]
+			cumulative[bound] = count
+		}
+		count += d.runs[len(hookcounts.DurationBuckets)]
+		histograms = append(histograms, prometheus.MustNewConstHistogram(c.durationDesc, count, d.seconds, cumulative, k.plugin, string(k.point)))
+	}
 	c.mu.Unlock()
 	c.outcomes.Collect(ch)
 	c.celLimit.Collect(ch)
+	c.overlaps.Collect(ch)
+	for _, h := range histograms {
+		ch <- h
+	}
 }
 
 // sync brings the series in line with the Plugins of the source when they
@@ -155,12 +202,22 @@ func (c *collector) sync() (map[string]bool, error) {
 				c.outcomes.WithLabelValues(p.Name, string(point), string(o))
 			}
 			c.celLimit.WithLabelValues(p.Name, string(point))
+			if k := (durationKey{p.Name, point}); c.durations[k] == nil {
+				c.durations[k] = &durations{runs: make([]uint64, len(hookcounts.DurationBuckets)+1)}
+			}
 		}
 	}
 	for p := range c.known {
 		if !known[p] {
 			c.outcomes.DeletePartialMatch(prometheus.Labels{"plugin": p})
 			c.celLimit.DeletePartialMatch(prometheus.Labels{"plugin": p})
+			c.overlaps.DeletePartialMatch(prometheus.Labels{"plugin": p})
+			c.overlaps.DeletePartialMatch(prometheus.Labels{"overwritten_plugin": p})
+			for k := range c.durations {
+				if k.plugin == p {
+					delete(c.durations, k)
+				}
+			}
 		}
 	}
 	c.synced, c.revision, c.enabled, c.known = true, snap.Revision, snap.Enabled, known
@@ -189,21 +246,61 @@ func (c *collector) record(vmi *kubevirtv1.VirtualMachineInstance, r *hookcounts
 	if !c.enabled && !r.Empty() {
 		return fmt.Errorf("launcher hook counts of VMI %s: the Plugins feature gate is off, no Plugin is known", name(vmi))
 	}
-	for i, o := range r.Outcomes {
-		if !known[o.Plugin] {
-			return fmt.Errorf("launcher hook counts of VMI %s: outcomes[%d].plugin: %q is not a Plugin virt-handler knows", name(vmi), i, o.Plugin)
-		}
-	}
-	for i, s := range r.CELCostLimitExceeded {
-		if !known[s.Plugin] {
-			return fmt.Errorf("launcher hook counts of VMI %s: celCostLimitExceeded[%d].plugin: %q is not a Plugin virt-handler knows", name(vmi), i, s.Plugin)
-		}
+	if err := checkKnown(r, known); err != nil {
+		return fmt.Errorf("launcher hook counts of VMI %s: %w", name(vmi), err)
 	}
 	for _, o := range r.Outcomes {
 		c.outcomes.WithLabelValues(o.Plugin, string(o.HookPoint), string(o.Outcome)).Add(float64(o.Count))
 	}
 	for _, s := range r.CELCostLimitExceeded {
 		c.celLimit.WithLabelValues(s.Plugin, string(s.HookPoint)).Add(float64(s.Count))
+	}
+	for _, o := range r.Overlaps {
+		c.overlaps.WithLabelValues(string(o.HookPoint), o.Plugin, o.OverwrittenPlugin).Add(float64(o.Count))
+	}
+	for _, d := range r.Durations {
+		k := durationKey{d.Plugin, d.HookPoint}
+		h := c.durations[k]
+		if h == nil {
+			h = &durations{runs: make([]uint64, len(hookcounts.DurationBuckets)+1)}
+			c.durations[k] = h
+		}
+		for i, n := range d.Runs {
+			h.runs[i] += uint64(n)
+		}
+		h.seconds += d.Seconds
+	}
+	return nil
+}
+
+// checkKnown checks that every plugin r names is known, naming the first
+// field that names another.
+func checkKnown(r *hookcounts.Report, known map[string]bool) error {
+	unknown := func(field string, i int, plugin string) error {
+		return fmt.Errorf("%s[%d].plugin: %q is not a Plugin virt-handler knows", field, i, plugin)
+	}
+	for i, o := range r.Outcomes {
+		if !known[o.Plugin] {
+			return unknown("outcomes", i, o.Plugin)
+		}
+	}
+	for i, s := range r.CELCostLimitExceeded {
+		if !known[s.Plugin] {
+			return unknown("celCostLimitExceeded", i, s.Plugin)
+		}
+	}
+	for i, d := range r.Durations {
+		if !known[d.Plugin] {
+			return unknown("durations", i, d.Plugin)
+		}
+	}
+	for i, o := range r.Overlaps {
+		if !known[o.Plugin] {
+			return unknown("overlaps", i, o.Plugin)
+		}
+		if !known[o.OverwrittenPlugin] {
+			return fmt.Errorf("overlaps[%d].overwrittenPlugin: %q is not a Plugin virt-handler knows", i, o.OverwrittenPlugin)
+		}
 	}
 	return nil
 }

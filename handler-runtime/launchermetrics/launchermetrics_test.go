@@ -5,6 +5,7 @@ package launchermetrics_test
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -285,4 +286,107 @@ func TestASecondCountersOnTheSameRegistererSharesTheSeries(t *testing.T) {
 		}
 	}
 	compare(t, reg, exposition(pair("cpu-tuning", pluginv1alpha1.GuestDefinition, map[string]int{"success": 2})))
+}
+
+// durationsHeader and overlapsHeader begin the exposition of the two
+// series rebuilt from the launchers' durations and overlaps.
+const (
+	durationsHeader = `# HELP kubevirt_plugins_launcher_hook_duration_seconds Time a launcher hook took, socket wait included, per plugin and hook point (runs skipped by their condition are not timed), as the virt-launchers of the node reported them to virt-handler.
+# TYPE kubevirt_plugins_launcher_hook_duration_seconds histogram
+`
+	overlapsHeader = `# HELP kubevirt_plugins_launcher_hook_overlaps_total Parts of a domain a GuestDefinition hook of plugin changed after a hook of overwritten_plugin had in the same call (the later value is kept), as the virt-launchers of the node reported them to virt-handler.
+# TYPE kubevirt_plugins_launcher_hook_overlaps_total counter
+`
+)
+
+// histogram is the exposition of the duration histogram of plugin at
+// point, with the cumulative count at each bound of
+// hookcounts.DurationBuckets given by upTo (the count of the last bound
+// given holds for the bounds after it), and the total count and sum.
+func histogram(plugin string, point pluginv1alpha1.LauncherHookPoint, upTo map[float64]int, count int, sum string) string {
+	var b strings.Builder
+	n := 0
+	for _, bound := range hookcounts.DurationBuckets {
+		if v, ok := upTo[bound]; ok {
+			n = v
+		}
+		fmt.Fprintf(&b, "kubevirt_plugins_launcher_hook_duration_seconds_bucket{hook_point=%q,plugin=%q,le=%q} %d\n", point, plugin, strconv.FormatFloat(bound, 'g', -1, 64), n)
+	}
+	fmt.Fprintf(&b, "kubevirt_plugins_launcher_hook_duration_seconds_bucket{hook_point=%q,plugin=%q,le=\"+Inf\"} %d\n", point, plugin, count)
+	fmt.Fprintf(&b, "kubevirt_plugins_launcher_hook_duration_seconds_sum{hook_point=%q,plugin=%q} %s\n", point, plugin, sum)
+	fmt.Fprintf(&b, "kubevirt_plugins_launcher_hook_duration_seconds_count{hook_point=%q,plugin=%q} %d\n", point, plugin, count)
+	return b.String()
+}
+
+func compareTimes(t *testing.T, reg *prometheus.Registry, want string) {
+	t.Helper()
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		launchermetrics.MetricHookDuration, launchermetrics.MetricHookOverlaps); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The launchers' hook durations add up, bucket by bucket, on one histogram
+// per plugin and hook point, which is there empty for every declared point
+// before any report; their overlaps add up per pair of plugins.
+func TestReportedDurationsAndOverlapsAddUpOnTheNodesSeries(t *testing.T) {
+	c, reg := newCounters(t, newPlugins(cel("cpu-tuning"), cel("tuned-again"), sidecar("late", pluginv1alpha1.PreBoot)))
+	compareTimes(t, reg, durationsHeader+
+		histogram("cpu-tuning", pluginv1alpha1.GuestDefinition, nil, 0, "0")+
+		histogram("late", pluginv1alpha1.PreBoot, nil, 0, "0")+
+		histogram("tuned-again", pluginv1alpha1.GuestDefinition, nil, 0, "0"))
+	for _, r := range []struct{ vmi, data string }{
+		{"web-01", `{"version":1,"durations":[{"plugin":"cpu-tuning","hookPoint":"GuestDefinition","runs":[1,2,0,0,0,0,0,0,0,0,0,0,0],"seconds":0.0025},
+			{"plugin":"late","hookPoint":"PreBoot","runs":[0,0,0,0,0,0,0,0,0,0,0,0,1],"seconds":61}],
+			"overlaps":[{"hookPoint":"GuestDefinition","plugin":"tuned-again","overwrittenPlugin":"cpu-tuning","count":2}]}`},
+		{"web-02", `{"version":1,"durations":[{"plugin":"cpu-tuning","hookPoint":"GuestDefinition","runs":[0,0,0,0,0,1,0,0,0,0,0,0,0],"seconds":0.0625}],
+			"overlaps":[{"hookPoint":"GuestDefinition","plugin":"tuned-again","overwrittenPlugin":"cpu-tuning","count":1}]}`},
+	} {
+		if err := c.Record(vmi(r.vmi), []byte(r.data)); err != nil {
+			t.Fatalf("%s: %v", r.vmi, err)
+		}
+	}
+	compareTimes(t, reg, durationsHeader+
+		histogram("cpu-tuning", pluginv1alpha1.GuestDefinition, map[float64]int{.0005: 1, .001: 3, .1: 4}, 4, "0.065")+
+		histogram("late", pluginv1alpha1.PreBoot, nil, 1, "61")+
+		histogram("tuned-again", pluginv1alpha1.GuestDefinition, nil, 0, "0")+
+		overlapsHeader+
+		`kubevirt_plugins_launcher_hook_overlaps_total{hook_point="GuestDefinition",overwritten_plugin="cpu-tuning",plugin="tuned-again"} 3
+`)
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", err, problems)
+	}
+}
+
+// A report whose durations or overlaps name a Plugin virt-handler does not
+// know is refused whole, and the durations and overlaps of a deleted Plugin
+// are dropped, on either side of an overlap.
+func TestDurationsAndOverlapsFollowThePlugins(t *testing.T) {
+	src := newPlugins(cel("cpu-tuning"), cel("tuned-again"))
+	c, reg := newCounters(t, src)
+	for _, tc := range []struct{ data, want string }{
+		{`{"version":1,"outcomes":[{"plugin":"cpu-tuning","hookPoint":"GuestDefinition","outcome":"success","count":1}],
+			"durations":[{"plugin":"stranger","hookPoint":"GuestDefinition","runs":[1,0,0,0,0,0,0,0,0,0,0,0,0],"seconds":0}]}`,
+			`durations[0].plugin: "stranger" is not a Plugin virt-handler knows`},
+		{`{"version":1,"overlaps":[{"hookPoint":"GuestDefinition","plugin":"tuned-again","overwrittenPlugin":"stranger","count":1}]}`,
+			`overlaps[0].overwrittenPlugin: "stranger" is not a Plugin virt-handler knows`},
+		{`{"version":1,"overlaps":[{"hookPoint":"GuestDefinition","plugin":"stranger","overwrittenPlugin":"cpu-tuning","count":1}]}`,
+			`overlaps[0].plugin: "stranger" is not a Plugin virt-handler knows`},
+	} {
+		if err := c.Record(vmi("web-01"), []byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %q", err, tc.want)
+		}
+	}
+	compare(t, reg, exposition(pair("cpu-tuning", pluginv1alpha1.GuestDefinition, nil), pair("tuned-again", pluginv1alpha1.GuestDefinition, nil)))
+	compareTimes(t, reg, durationsHeader+
+		histogram("cpu-tuning", pluginv1alpha1.GuestDefinition, nil, 0, "0")+
+		histogram("tuned-again", pluginv1alpha1.GuestDefinition, nil, 0, "0"))
+
+	if err := c.Record(vmi("web-01"), []byte(`{"version":1,
+		"durations":[{"plugin":"tuned-again","hookPoint":"GuestDefinition","runs":[1,0,0,0,0,0,0,0,0,0,0,0,0],"seconds":0.0001}],
+		"overlaps":[{"hookPoint":"GuestDefinition","plugin":"tuned-again","overwrittenPlugin":"cpu-tuning","count":1}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	src.set(cel("tuned-again"))
+	compareTimes(t, reg, durationsHeader+histogram("tuned-again", pluginv1alpha1.GuestDefinition, map[float64]int{.0005: 1}, 1, "0.0001"))
 }

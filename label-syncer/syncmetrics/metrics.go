@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubevirt-plugins/framework/label-syncer/labelsync"
 )
 
 // Target kinds, the values of the "target" label.
@@ -21,6 +23,15 @@ const (
 	ResultUnchanged = "unchanged"
 	ResultPatched   = "patched"
 	ResultError     = "error"
+)
+
+// The values each label can take, from which New makes every series at 0.
+// The "kind" label of refused keys takes labelsync's kinds, the values
+// Refused is given.
+var (
+	targets      = []string{TargetVMI, TargetPod}
+	results      = []string{ResultUnchanged, ResultPatched, ResultError}
+	refusedKinds = []string{labelsync.KindLabel, labelsync.KindAnnotation}
 )
 
 // Metric names, listed in the package documentation.
@@ -51,7 +62,9 @@ type Metrics struct {
 }
 
 // New creates the metrics and registers them on reg, or reuses the identical
-// collectors an earlier New registered there (README.md, "Metrics").
+// collectors an earlier New registered there (README.md, "Metrics"). Every
+// series of every target, result and kind of refused key is there at 0
+// from this call on (package documentation).
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{}
 	patches := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -91,7 +104,25 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	if m.refused, err = register(reg, refused); err != nil {
 		return nil, err
 	}
+	m.initialise()
 	return m, nil
+}
+
+// initialise makes every series whose label values are known in advance,
+// at 0, on the collectors m holds. On collectors an earlier New registered
+// it finds the series already made, or already counted, and leaves them.
+func (m *Metrics) initialise() {
+	for _, target := range targets {
+		m.patches.WithLabelValues(target)
+		m.conflicts.WithLabelValues(target)
+		m.duration.WithLabelValues(target)
+		for _, result := range results {
+			m.syncs.WithLabelValues(target, result)
+		}
+		for _, kind := range refusedKinds {
+			m.refused.WithLabelValues(target, kind)
+		}
+	}
 }
 
 // register registers c on reg, or returns the identical collector already
@@ -134,8 +165,8 @@ func (m *Metrics) Synced(target, result string, took time.Duration) {
 	}
 }
 
-// Refused counts one source key of kind (label or annotation) that a target
-// of the given kind cannot take.
+// Refused counts one source key of kind (labelsync.KindLabel or
+// labelsync.KindAnnotation) that a target of the given kind cannot take.
 func (m *Metrics) Refused(target, kind string) {
 	if m != nil {
 		m.refused.WithLabelValues(target, kind).Inc()

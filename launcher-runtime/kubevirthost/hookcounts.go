@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -19,11 +20,12 @@ import (
 
 // TakeHookCounts hands out, once, what the launcher hooks did since the
 // last call: how many runs ended with each outcome (success, skipped,
-// ignored, error) per plugin and hook point, and how many evaluations of a
-// plugin's CEL the cost limit stopped, as an api/hookcounts report. These
-// are the counts of the pipeline's outcome and cost-limit metrics
-// (Options.Registerer set or not), which Prometheus cannot scrape in
-// virt-launcher's Pod. It returns nil when there is nothing to report.
+// ignored, error) per plugin and hook point, how many evaluations of a
+// plugin's CEL the cost limit stopped, how long the runs took, and how
+// often a plugin's GuestDefinition hook changed what another's had, as an
+// api/hookcounts report. These are the counts of the pipeline's outcome,
+// cost-limit, duration and overlap metrics (Options.Registerer set or
+// not), which Prometheus cannot scrape in virt-launcher's Pod. It returns nil when there is nothing to report.
 //
 // virt-launcher sends the bytes, unread, to virt-handler after each call
 // of a hook point method (with the reply of the command that ran it, as
@@ -71,7 +73,23 @@ func (k celKey) keysAndValues() []any {
 	return []any{hookresult.KeyPlugin, k.plugin, hookresult.KeyHookPoint, k.point}
 }
 
-// seriesKey is outcomeKey or celKey.
+// overlapKey is a series of the overlap metric.
+type overlapKey struct {
+	point                 pluginv1alpha1.LauncherHookPoint
+	plugin, overwrittenBy string
+}
+
+func (k overlapKey) keysAndValues() []any {
+	return []any{hookresult.KeyHookPoint, k.point, hookresult.KeyPlugin, k.plugin, "overwrittenPlugin", k.overwrittenBy}
+}
+
+// durations are the timed runs of a series of the duration metric.
+type durations struct {
+	runs    []int64
+	seconds float64
+}
+
+// seriesKey is outcomeKey, celKey or overlapKey.
 type seriesKey interface {
 	comparable
 	keysAndValues() []any
@@ -84,32 +102,82 @@ type seriesKey interface {
 type hookCounts struct {
 	log logr.Logger
 
-	mu       sync.Mutex
-	outcomes map[outcomeKey]int64
-	celLimit map[celKey]int64
+	mu        sync.Mutex
+	outcomes  map[outcomeKey]int64
+	celLimit  map[celKey]int64
+	durations map[celKey]*durations
+	overlaps  map[overlapKey]int64
 	// overflowLogged is set once a count was dropped since the last take,
 	// so that it is logged once.
 	overflowLogged bool
+}
+
+// init makes the maps; h.mu is held.
+func (h *hookCounts) init() {
+	if h.outcomes == nil {
+		h.outcomes, h.celLimit = map[outcomeKey]int64{}, map[celKey]int64{}
+		h.durations, h.overlaps = map[celKey]*durations{}, map[overlapKey]int64{}
+	}
+}
+
+// entries is the number of series kept; h.mu is held.
+func (h *hookCounts) entries() int {
+	return len(h.outcomes) + len(h.celLimit) + len(h.durations) + len(h.overlaps)
 }
 
 // add counts c.
 func (h *hookCounts) add(c pipeline.CountedOutcome) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.outcomes == nil {
-		h.outcomes, h.celLimit = map[outcomeKey]int64{}, map[celKey]int64{}
-	}
+	h.init()
 	addBounded(h, h.outcomes, outcomeKey{c.Plugin, c.HookPoint, c.Outcome})
 	if c.CELCostLimitExceeded {
 		addBounded(h, h.celLimit, celKey{c.Plugin, c.HookPoint})
 	}
+	if c.Timed() {
+		h.addDuration(celKey{c.Plugin, c.HookPoint}, c.Took.Seconds())
+	}
+}
+
+// addOverlap counts o.
+func (h *hookCounts) addOverlap(o pipeline.CountedOverlap) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.init()
+	addBounded(h, h.overlaps, overlapKey{o.HookPoint, o.Plugin, o.OverwrittenPlugin})
+}
+
+// addDuration counts a run of k that took seconds in its bucket, within
+// the bounds of a report; h.mu is held.
+func (h *hookCounts) addDuration(k celKey, seconds float64) {
+	d, ok := h.durations[k]
+	switch {
+	case !ok && h.entries() >= hookcounts.MaxEntries:
+		h.overflow("a launcher hook run's time was not counted: the launcher keeps at most hookcounts.MaxEntries series between two reports to virt-handler", k.keysAndValues())
+		return
+	case !ok:
+		d = &durations{runs: make([]int64, len(hookcounts.DurationBuckets)+1)}
+		h.durations[k] = d
+	}
+	var total int64
+	for _, n := range d.runs {
+		total += n
+	}
+	if total >= hookcounts.MaxCount {
+		h.overflow("a launcher hook run's time was not counted: the series reached hookcounts.MaxCount since the last report to virt-handler", k.keysAndValues())
+		return
+	}
+	// The first bucket whose bound is at least seconds, as Prometheus's
+	// histograms count; past the last bound, the last element.
+	d.runs[sort.SearchFloat64s(hookcounts.DurationBuckets, seconds)]++
+	d.seconds += max(seconds, 0)
 }
 
 // addBounded adds one to m[k] within the bounds of a report; h.mu is held.
 func addBounded[K seriesKey](h *hookCounts, m map[K]int64, k K) {
 	n, ok := m[k]
 	switch {
-	case !ok && len(h.outcomes)+len(h.celLimit) >= hookcounts.MaxEntries:
+	case !ok && h.entries() >= hookcounts.MaxEntries:
 		h.overflow("a launcher hook series was not counted: the launcher keeps at most hookcounts.MaxEntries series between two reports to virt-handler", k.keysAndValues())
 	case n >= hookcounts.MaxCount:
 		h.overflow("a launcher hook run was not counted: the series reached hookcounts.MaxCount since the last report to virt-handler", k.keysAndValues())
@@ -127,7 +195,7 @@ func (h *hookCounts) overflow(msg string, kv []any) {
 }
 
 // reportOverhead is more than what a report adds to its entries: the
-// version, the two list names, brackets and commas.
+// version, the four list names, brackets and commas.
 const reportOverhead = 128
 
 // take returns the counts as a report and forgets them, but those that
@@ -135,7 +203,7 @@ const reportOverhead = 128
 func (h *hookCounts) take() []byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.outcomes) == 0 && len(h.celLimit) == 0 {
+	if h.entries() == 0 {
 		return nil
 	}
 	r := hookcounts.Report{Version: hookcounts.Version}
@@ -165,6 +233,25 @@ func (h *hookCounts) take() []byte {
 		if fits(e) {
 			r.CELCostLimitExceeded = append(r.CELCostLimitExceeded, e)
 			delete(h.celLimit, k)
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(h.durations), func(a, b celKey) int {
+		return cmp.Or(cmp.Compare(a.plugin, b.plugin), cmp.Compare(a.point, b.point))
+	}) {
+		d := h.durations[k]
+		e := hookcounts.DurationCount{Plugin: k.plugin, HookPoint: k.point, Runs: d.runs, Seconds: d.seconds}
+		if fits(e) {
+			r.Durations = append(r.Durations, e)
+			delete(h.durations, k)
+		}
+	}
+	for _, k := range slices.SortedFunc(maps.Keys(h.overlaps), func(a, b overlapKey) int {
+		return cmp.Or(cmp.Compare(a.point, b.point), cmp.Compare(a.plugin, b.plugin), cmp.Compare(a.overwrittenBy, b.overwrittenBy))
+	}) {
+		e := hookcounts.OverlapCount{HookPoint: k.point, Plugin: k.plugin, OverwrittenPlugin: k.overwrittenBy, Count: h.overlaps[k]}
+		if fits(e) {
+			r.Overlaps = append(r.Overlaps, e)
+			delete(h.overlaps, k)
 		}
 	}
 	h.overflowLogged = false

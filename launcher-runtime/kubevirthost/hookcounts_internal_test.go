@@ -4,8 +4,10 @@ package kubevirthost
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 
@@ -15,8 +17,9 @@ import (
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 )
 
+// counted is a run skipped by its condition: one series, no time.
 func counted(plugin string) pipeline.CountedOutcome {
-	return pipeline.CountedOutcome{Plugin: plugin, HookPoint: pluginv1alpha1.PreBoot, Outcome: hookresult.Error, CELCostLimitExceeded: false}
+	return pipeline.CountedOutcome{Plugin: plugin, HookPoint: pluginv1alpha1.PreBoot, Outcome: hookresult.Skipped}
 }
 
 // takeAll decodes one take, failing on a report the handler would refuse.
@@ -81,21 +84,70 @@ func TestACountStopsAtMaxCount(t *testing.T) {
 func TestSeriesThatDoNotFitWaitForTheNextReport(t *testing.T) {
 	h := &hookCounts{}
 	long := strings.Repeat("x", 2000)
-	const n = hookcounts.MaxEntries / 3 // three series each
+	const n = hookcounts.MaxEntries / 5 // five series each
 	for i := range n {
-		h.add(counted(fmt.Sprintf("%03d%s", i, long)))
-		h.add(pipeline.CountedOutcome{Plugin: fmt.Sprintf("%03d%s", i, long), HookPoint: pluginv1alpha1.GuestDefinition, Outcome: hookresult.Ignored, CELCostLimitExceeded: true})
+		plugin := fmt.Sprintf("%03d%s", i, long)
+		h.add(counted(plugin))
+		h.add(pipeline.CountedOutcome{Plugin: plugin, HookPoint: pluginv1alpha1.GuestDefinition, Outcome: hookresult.Ignored, CELCostLimitExceeded: true, Took: time.Millisecond})
+		h.addOverlap(pipeline.CountedOverlap{HookPoint: pluginv1alpha1.GuestDefinition, Plugin: plugin, OverwrittenPlugin: "a"})
 	}
-	outcomes, stops, reports := 0, 0, 0
+	outcomes, stops, timed, overlaps, reports := 0, 0, 0, 0, 0
 	for r := takeAll(t, h); r != nil; r = takeAll(t, h) {
 		reports++
 		outcomes += len(r.Outcomes)
 		stops += len(r.CELCostLimitExceeded)
+		timed += len(r.Durations)
+		overlaps += len(r.Overlaps)
 	}
-	if outcomes != 2*n || stops != n {
-		t.Errorf("handed out %d outcome and %d cost-limit series, want %d and %d", outcomes, stops, 2*n, n)
+	if outcomes != 2*n || stops != n || timed != n || overlaps != n {
+		t.Errorf("handed out %d outcome, %d cost-limit, %d duration and %d overlap series, want %d, %d, %d and %d", outcomes, stops, timed, overlaps, 2*n, n, n, n)
 	}
-	if reports < 3 {
-		t.Errorf("%d reports for some %d KiB of series, want the series spread over at least 3", reports, 3*n*2)
+	if reports < 4 {
+		t.Errorf("%d reports for some %d KiB of series, want the series spread over at least 4", reports, 5*n*2)
+	}
+}
+
+// A timed run is counted in the first bucket whose bound is at least its
+// time, as the pipeline's histogram counts it, and its time is added up.
+func TestARunsTimeGoesToTheBucketOfItsBound(t *testing.T) {
+	h := &hookCounts{}
+	for _, took := range []time.Duration{0, 500 * time.Microsecond, 501 * time.Microsecond, 60 * time.Second, time.Hour} {
+		h.add(pipeline.CountedOutcome{Plugin: "p", HookPoint: pluginv1alpha1.PreBoot, Outcome: hookresult.Success, Took: took})
+	}
+	h.add(pipeline.CountedOutcome{Plugin: "p", HookPoint: pluginv1alpha1.PreBoot, Outcome: hookresult.Skipped})
+	r := takeAll(t, h)
+	want := make([]int64, len(hookcounts.DurationBuckets)+1)
+	want[0] = 2                                 // 0 and exactly the first bound
+	want[1] = 1                                 // just above it
+	want[len(hookcounts.DurationBuckets)-1] = 1 // exactly the last bound
+	want[len(hookcounts.DurationBuckets)] = 1   // above every bound
+	if len(r.Durations) != 1 || !reflect.DeepEqual(r.Durations[0].Runs, want) {
+		t.Fatalf("durations = %+v, want runs %v (the skipped run not timed)", r.Durations, want)
+	}
+	if s, wantS := r.Durations[0].Seconds, 3660.001001; s < wantS-1e-6 || s > wantS+1e-6 {
+		t.Errorf("seconds = %v, want %v", s, wantS)
+	}
+}
+
+// The runs of one duration series stop at hookcounts.MaxCount, which the
+// handler accepts, and overlaps are bounded as the other series are.
+func TestTimedRunsAndOverlapsStopAtMaxCount(t *testing.T) {
+	h := &hookCounts{}
+	run := pipeline.CountedOutcome{Plugin: "p", HookPoint: pluginv1alpha1.GuestDefinition, Outcome: hookresult.Success, Took: time.Millisecond}
+	o := pipeline.CountedOverlap{HookPoint: pluginv1alpha1.GuestDefinition, Plugin: "p", OverwrittenPlugin: "q"}
+	h.add(run)
+	h.addOverlap(o)
+	h.durations[celKey{"p", pluginv1alpha1.GuestDefinition}].runs[1] = hookcounts.MaxCount - 1
+	h.overlaps[overlapKey{pluginv1alpha1.GuestDefinition, "p", "q"}] = hookcounts.MaxCount - 1
+	for range 3 {
+		h.add(run)
+		h.addOverlap(o)
+	}
+	r := takeAll(t, h)
+	if n := r.Durations[0].Total(); n != hookcounts.MaxCount {
+		t.Errorf("%d timed runs, want hookcounts.MaxCount", n)
+	}
+	if n := r.Overlaps[0].Count; n != hookcounts.MaxCount {
+		t.Errorf("%d overlaps, want hookcounts.MaxCount", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"testing"
 	"time"
 
@@ -39,6 +40,35 @@ func takeCounts(t *testing.T, l *kubevirthost.Launcher) *hookcounts.Report {
 
 func outcome(plugin string, point pluginv1alpha1.LauncherHookPoint, o hookresult.Outcome, n int64) hookcounts.OutcomeCount {
 	return hookcounts.OutcomeCount{Plugin: plugin, HookPoint: point, Outcome: o, Count: n}
+}
+
+// timed takes the durations out of r, after checking them against the
+// runs r counts: one entry per plugin and hook point whose runs were not
+// skipped, with as many runs, and for a single run the bucket of its time.
+// It returns the timed runs per "plugin/hookPoint".
+func timed(t *testing.T, r *hookcounts.Report) map[string]int64 {
+	t.Helper()
+	if r == nil {
+		return nil
+	}
+	wantRuns := map[string]int64{}
+	for _, o := range r.Outcomes {
+		if o.Outcome != hookresult.Skipped {
+			wantRuns[o.Plugin+"/"+string(o.HookPoint)] += o.Count
+		}
+	}
+	got := map[string]int64{}
+	for _, d := range r.Durations {
+		got[d.Plugin+"/"+string(d.HookPoint)] = d.Total()
+		if d.Total() == 1 && d.Runs[sort.SearchFloat64s(hookcounts.DurationBuckets, d.Seconds)] != 1 {
+			t.Errorf("durations of %s/%s: one run of %v s counted in the wrong bucket: %v", d.Plugin, d.HookPoint, d.Seconds, d.Runs)
+		}
+	}
+	if !reflect.DeepEqual(got, wantRuns) {
+		t.Errorf("timed runs %v, want %v (every run but the skipped ones)", got, wantRuns)
+	}
+	r.Durations = nil
+	return got
 }
 
 // What the hooks did is handed out once, as deltas, for virt-handler's
@@ -80,7 +110,11 @@ func TestHookCountsAreHandedOutOnceWithoutARegisterer(t *testing.T) {
 		outcome("cpu-tuning", pluginv1alpha1.GuestDefinition, hookresult.Success, 2),
 		outcome("late", pluginv1alpha1.PreBoot, hookresult.Ignored, 1),
 	}}
-	if got := takeCounts(t, l); !reflect.DeepEqual(got, want) {
+	got := takeCounts(t, l)
+	if runs := timed(t, got); len(runs) != 2 {
+		t.Errorf("timed runs %v, want cpu-tuning's and late's", runs)
+	}
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("TakeHookCounts = %+v, want %+v", got, want)
 	}
 	if data := l.TakeHookCounts(); data != nil {
@@ -102,7 +136,9 @@ func TestHookCountsAreHandedOutOnceWithoutARegisterer(t *testing.T) {
 		outcome("broken", pluginv1alpha1.PreBoot, hookresult.Error, 1),
 		outcome("late", pluginv1alpha1.PreBoot, hookresult.Ignored, 1),
 	}}
-	if got := takeCounts(t, l); !reflect.DeepEqual(got, want) {
+	got = takeCounts(t, l)
+	timed(t, got)
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("TakeHookCounts after new Plugins = %+v, want %+v", got, want)
 	}
 }
@@ -129,7 +165,9 @@ func TestHookCountsCarryTheCELCostLimitStops(t *testing.T) {
 		Outcomes:             []hookcounts.OutcomeCount{outcome("label-walker", pluginv1alpha1.GuestDefinition, hookresult.Error, 1)},
 		CELCostLimitExceeded: []hookcounts.CELCostLimitCount{{Plugin: "label-walker", HookPoint: pluginv1alpha1.GuestDefinition, Count: 1}},
 	}
-	if got := takeCounts(t, l); !reflect.DeepEqual(got, want) {
+	got := takeCounts(t, l)
+	timed(t, got)
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("TakeHookCounts = %+v, want %+v", got, want)
 	}
 }
@@ -146,6 +184,12 @@ func TestTheHostsOnOutcomeStillReceivesTheCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []pipeline.CountedOutcome{{Plugin: "cpu-tuning", HookPoint: pluginv1alpha1.GuestDefinition, Outcome: hookresult.Success}}
+	if len(got) == 1 && got[0].Took <= 0 {
+		t.Errorf("the host's OnOutcome received a run of %v, want its time", got[0].Took)
+	}
+	for i := range got {
+		got[i].Took = 0
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the host's OnOutcome received %+v, want %+v", got, want)
 	}
@@ -214,7 +258,38 @@ func TestTakeHookCountsDoesNotWaitForAHookPointCall(t *testing.T) {
 	}
 	want := &hookcounts.Report{Version: hookcounts.Version, Outcomes: []hookcounts.OutcomeCount{
 		outcome("taker", pluginv1alpha1.PreBoot, hookresult.Success, 1)}}
-	if got := takeCounts(t, l); !reflect.DeepEqual(got, want) {
+	got := takeCounts(t, l)
+	timed(t, got)
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("taken after PreBoot: %+v, want %+v", got, want)
+	}
+}
+
+// Two plugins' GuestDefinition hooks changing the same part of the domain
+// are an overlap, handed out with the plugin whose value was kept; the
+// host's own OnOverlap receives it too.
+func TestHookCountsCarryTheOverlaps(t *testing.T) {
+	var hostGot []pipeline.CountedOverlap
+	l := kubevirthost.New(kubevirthost.Options{Pipeline: pipeline.Options{OnOverlap: func(o pipeline.CountedOverlap) { hostGot = append(hostGot, o) }}})
+	defer l.Close()
+	if err := l.SetPlugins(handed(t,
+		celPlugin("first", `Domain{CPU: DomainCPU{Mode: "custom"}}`),
+		celPlugin("second", `Domain{CPU: DomainCPU{Mode: "host-passthrough"}}`),
+	)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, _, err := l.GuestDefinition(t.Context(), vmi(), domainXML); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := takeCounts(t, l)
+	want := []hookcounts.OverlapCount{{HookPoint: pluginv1alpha1.GuestDefinition, Plugin: "second", OverwrittenPlugin: "first", Count: 2}}
+	if got == nil || !reflect.DeepEqual(got.Overlaps, want) {
+		t.Fatalf("overlaps handed out: %+v, want %+v", got, want)
+	}
+	wantHost := pipeline.CountedOverlap{HookPoint: pluginv1alpha1.GuestDefinition, Plugin: "second", OverwrittenPlugin: "first"}
+	if len(hostGot) != 2 || hostGot[0] != wantHost || hostGot[1] != wantHost {
+		t.Errorf("the host's OnOverlap received %+v, want %+v twice", hostGot, wantHost)
 	}
 }

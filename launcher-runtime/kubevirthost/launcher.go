@@ -60,8 +60,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Pipeline holds the remaining pipeline options (socket root, budget);
 	// its Logger and Registerer are taken from the fields above. Its
-	// OnOutcome, if set, is called before the Launcher counts for
-	// TakeHookCounts.
+	// OnOutcome and OnOverlap, if set, are called before the Launcher
+	// counts for TakeHookCounts.
 	Pipeline pipeline.Options
 }
 
@@ -105,6 +105,14 @@ func New(opts Options) *Launcher {
 		}
 	}
 	opts.Pipeline.OnOutcome = count
+	overlap := l.counts.addOverlap
+	if host := opts.Pipeline.OnOverlap; host != nil {
+		overlap = func(o pipeline.CountedOverlap) {
+			host(o)
+			l.counts.addOverlap(o)
+		}
+	}
+	opts.Pipeline.OnOverlap = overlap
 	l.opts = opts
 	return l
 }

@@ -132,8 +132,9 @@
 //
 // Prometheus scrapes virt-handler, not virt-launcher's Pod.
 // Options.OnOutcome receives every count of the outcome and cost-limit
-// metrics, Registerer set or not, so that the host can hand them to
-// virt-handler: launcher-runtime/kubevirthost keeps them and writes them as
+// metrics with the run's time the duration metric observes, and
+// Options.OnOverlap every count of the overlap metric, Registerer set or
+// not, so that the host can hand them to virt-handler: launcher-runtime/kubevirthost keeps them and writes them as
 // an api/hookcounts report (Launcher.TakeHookCounts).
 //
 // The package needs no cgo: the libvirt adapter that defines, starts and

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
+	"github.com/kubevirt-plugins/framework/api/hookcounts"
 	"github.com/kubevirt-plugins/framework/api/hookresult"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/protos/collectors"
@@ -64,7 +65,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    MetricHookDuration,
 		Help:    "Time a launcher hook took, socket wait included, per plugin and hook point; hooks skipped by their condition are not observed.",
-		Buckets: []float64{.0005, .001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60},
+		Buckets: hookcounts.DurationBuckets,
 	}, []string{"plugin", "hook_point"})
 	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: MetricHookOutcomes,
@@ -116,6 +117,24 @@ type CountedOutcome struct {
 	// GuestDefinition expression); MetricCELCostLimitExceeded counts it
 	// too.
 	CELCostLimitExceeded bool
+	// Took is the time the run took, which MetricHookDuration observes;
+	// a run skipped by its condition is not timed, and Took is 0.
+	Took time.Duration
+}
+
+// Timed reports whether MetricHookDuration observed the run: every
+// outcome but Skipped.
+func (c CountedOutcome) Timed() bool {
+	return c.Outcome != hookresult.Skipped
+}
+
+// CountedOverlap is one count of MetricHookOverlaps, handed to
+// Options.OnOverlap: a GuestDefinition hook of Plugin changed a part of the
+// domain after a hook of OverwrittenPlugin had, in a call at HookPoint.
+type CountedOverlap struct {
+	HookPoint         pluginv1alpha1.LauncherHookPoint
+	Plugin            string
+	OverwrittenPlugin string
 }
 
 // count records the outcome of a hook of plugin in the metrics and hands
@@ -124,7 +143,11 @@ func (c *call) count(plugin string, outcome hookresult.Outcome, took time.Durati
 	costLimit := errors.Is(err, celenv.ErrCostLimitExceeded)
 	c.p.metrics.observe(plugin, string(c.point), outcome, took, costLimit)
 	if f := c.p.opts.OnOutcome; f != nil {
-		f(CountedOutcome{Plugin: plugin, HookPoint: c.point, Outcome: outcome, CELCostLimitExceeded: costLimit})
+		counted := CountedOutcome{Plugin: plugin, HookPoint: c.point, Outcome: outcome, CELCostLimitExceeded: costLimit}
+		if counted.Timed() {
+			counted.Took = took
+		}
+		f(counted)
 	}
 }
 

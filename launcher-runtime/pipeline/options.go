@@ -38,6 +38,12 @@ type Options struct {
 	// concurrently. Default: nil.
 	OnOutcome func(CountedOutcome)
 
+	// OnOverlap, when set, is called with every count the Pipeline adds
+	// to its overlap metric, whether or not Registerer is set, by the
+	// goroutine running the hook point call, as OnOutcome is. Default:
+	// nil.
+	OnOverlap func(CountedOverlap)
+
 	// LegacyHooks runs the legacy annotation-based hook sidecars before
 	// the plugin GuestDefinition hooks. Default: nil, none.
 	LegacyHooks LegacyHooks

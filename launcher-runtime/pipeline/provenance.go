@@ -136,6 +136,9 @@ func (c *call) overlap(o Overlap) {
 		return
 	}
 	c.p.metrics.overlapped(string(c.point), o)
+	if f := c.p.opts.OnOverlap; f != nil {
+		f(CountedOverlap{HookPoint: c.point, Plugin: o.Hook.Plugin, OverwrittenPlugin: o.Overwritten.Plugin})
+	}
 	c.p.log.Info("domain changed by two plugins; the later one's value is kept",
 		"plugin", o.Hook.Plugin, "hookIndex", o.Hook.HookIndex, "path", pathName(o.Path),
 		"overwrittenPlugin", o.Overwritten.Plugin, "overwrittenHookIndex", o.Overwritten.HookIndex,

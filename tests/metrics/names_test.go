@@ -77,7 +77,7 @@ func TestMetricNamesAreTheConstantsInTheNamespaceAndDocumented(t *testing.T) {
 		},
 		{
 			"launcher_hook", "handler-runtime/launchermetrics/doc.go",
-			[]string{launchermetrics.MetricHookOutcomes, launchermetrics.MetricCELCostLimitExceeded},
+			[]string{launchermetrics.MetricHookOutcomes, launchermetrics.MetricCELCostLimitExceeded, launchermetrics.MetricHookDuration, launchermetrics.MetricHookOverlaps},
 			func(reg prometheus.Registerer) error {
 				_, err := launchermetrics.New(launchermetrics.Options{Plugins: noPlugins{}, Registerer: reg})
 				return err
@@ -137,6 +137,8 @@ func TestVirtHandlerExposesTheLauncherSeriesUnderTheLaunchersNames(t *testing.T)
 	for handler, launcher := range map[string]string{
 		launchermetrics.MetricHookOutcomes:         pipeline.MetricHookOutcomes,
 		launchermetrics.MetricCELCostLimitExceeded: pipeline.MetricCELCostLimitExceeded,
+		launchermetrics.MetricHookDuration:         pipeline.MetricHookDuration,
+		launchermetrics.MetricHookOverlaps:         pipeline.MetricHookOverlaps,
 	} {
 		if handler != launcher {
 			t.Errorf("virt-handler exposes %s, the launcher registers %s", handler, launcher)

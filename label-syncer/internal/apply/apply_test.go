@@ -141,7 +141,7 @@ func TestFailedTestRereadsAndRetries(t *testing.T) {
 	if s.patches != 2 {
 		t.Fatalf("patches = %d, want 2", s.patches)
 	}
-	if n := counterValue(t, s.reg, syncmetrics.MetricPatchConflicts); n != 1 {
+	if n := counterValue(t, s.reg, syncmetrics.MetricPatchConflicts, syncmetrics.TargetPod); n != 1 {
 		t.Fatalf("conflicts = %v, want 1", n)
 	}
 }
@@ -185,17 +185,26 @@ func TestTargetGoneIsNotAnError(t *testing.T) {
 	}
 }
 
-func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+// counterValue returns the value of the counter series name{target}. New
+// makes one series per target at 0, so the target is chosen by its label.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, target string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+		for _, s := range mf.GetMetric() {
+			for _, lp := range s.GetLabel() {
+				if lp.GetName() == "target" && lp.GetValue() == target {
+					return s.GetCounter().GetValue()
+				}
+			}
 		}
 	}
-	t.Fatalf("metric %s not found", name)
+	t.Fatalf("series %s{target=%q} not found", name, target)
 	return 0
 }

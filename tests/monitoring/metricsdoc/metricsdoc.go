@@ -75,13 +75,13 @@ func Inventory() ([]Source, error) {
 		{
 			Title: "Launcher hooks (launcher-runtime/pipeline)",
 			About: "Registered by `pipeline.New` on `Options.Registerer`, in the process that runs the launcher hooks of one VM (virt-launcher), which Prometheus does not scrape: " +
-				"virt-handler exposes the outcome and cost-limit counts (next section).",
+				"virt-handler exposes the same series, from the launchers' reports (next section).",
 		},
 		{
 			Title: "Launcher hooks, as virt-handler exposes them (handler-runtime/launchermetrics)",
 			About: "Registered by `launchermetrics.New` on `Options.Registerer` (by `kubevirthost.New` of handler-runtime, on virt-handler's registry): one set per node. " +
 				"virt-launcher hands virt-handler the counts of its launcher hooks after each hook point call (`TakeHookCounts` of launcher-runtime's `kubevirthost`), " +
-				"and virt-handler adds them here (`Handler.RecordLauncherHookCounts`). The series of a Plugin are at 0 from the moment virt-handler knows it, " +
+				"and virt-handler adds them here (`Handler.RecordLauncherHookCounts`). The series of a Plugin, but its overlaps, are at 0 from the moment virt-handler knows it, " +
 				"for each launcher hook point it declares, and are dropped when it is deleted.",
 		},
 		{
@@ -103,8 +103,12 @@ func Inventory() ([]Source, error) {
 			return err
 		},
 		func(reg prometheus.Registerer) error {
-			_, err := launchermetrics.New(launchermetrics.Options{Plugins: oneLauncherPlugin{}, Registerer: reg})
-			return err
+			c, err := launchermetrics.New(launchermetrics.Options{Plugins: twoLauncherPlugins{}, Registerer: reg})
+			if err != nil {
+				return err
+			}
+			// An overlap's series exists once one is counted.
+			return c.Record(nil, []byte(`{"version":1,"overlaps":[{"hookPoint":"GuestDefinition","plugin":"listed-too","overwrittenPlugin":"listed","count":1}]}`))
 		},
 		func(reg prometheus.Registerer) error {
 			d, err := dispatch.New(dispatch.Options{Plugins: noPlugins{}, Registerer: reg})
@@ -377,17 +381,20 @@ type noPlugins struct{}
 
 func (noPlugins) Snapshot() (store.Snapshot, error) { return store.Snapshot{Enabled: true}, nil }
 
-// oneLauncherPlugin is a Plugin store that holds one Plugin with a
+// twoLauncherPlugins is a Plugin store that holds two Plugins with a
 // launcher hook. launchermetrics registers a collector that is not a
-// vector, whose series exist only for the Plugins it knows: those of this
-// one tell their types.
-type oneLauncherPlugin struct{}
+// vector, whose series exist only for the Plugins it knows: those of these
+// tell their types, and the two can overlap.
+type twoLauncherPlugins struct{}
 
-func (oneLauncherPlugin) Snapshot() (store.Snapshot, error) {
-	p := &pluginv1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: "listed"}, Spec: pluginv1alpha1.PluginSpec{
-		LauncherHooks: []pluginv1alpha1.LauncherHook{{CEL: &pluginv1alpha1.CELHook{HookPoint: pluginv1alpha1.GuestDefinition, Expression: "Domain{}"}}},
-	}}
-	return store.Snapshot{Plugins: []*pluginv1alpha1.Plugin{p}, Enabled: true, Revision: 1}, nil
+func (twoLauncherPlugins) Snapshot() (store.Snapshot, error) {
+	var ps []*pluginv1alpha1.Plugin
+	for _, name := range []string{"listed", "listed-too"} {
+		ps = append(ps, &pluginv1alpha1.Plugin{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: pluginv1alpha1.PluginSpec{
+			LauncherHooks: []pluginv1alpha1.LauncherHook{{CEL: &pluginv1alpha1.CELHook{HookPoint: pluginv1alpha1.GuestDefinition, Expression: "Domain{}"}}},
+		}})
+	}
+	return store.Snapshot{Plugins: ps, Enabled: true, Revision: 1}, nil
 }
 
 // nodeHandler is a node hook handler that is never called.
