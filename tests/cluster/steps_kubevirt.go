@@ -74,7 +74,7 @@ func (s *scenario) kubevirtSteps() []transcript.Step {
 		{Title: "The VM stopped through KubeVirt: OnVMStop from its virt-handler, the launcher Pod completes", Run: s.kvStopVM},
 		{Title: "A sidecar that never comes up: under Fail the VM does not start and KubeVirt says why; under Ignore it boots", Run: s.kvNeverUp},
 		{Title: "A VM no Plugin selects boots with the domain unpatched v1.9.0 defines", Run: s.kvNoPlugin},
-		{Title: "Five faults fire their alerts in Prometheus, and the alerts resolve once the faults are repaired", Run: s.promFaults},
+		{Title: "Six faults fire their alerts in Prometheus, the alerts resolve once the faults are repaired, and every dashboard query returns a series", Run: s.promFaults},
 	}
 }
 

@@ -170,7 +170,12 @@ var promJobs = map[string]int{"plugin-controller": 2, "label-syncer": 1, "virt-h
 // promGet reads a path of Prometheus's HTTP API through the API server's
 // Service proxy and decodes its data.
 func (s *scenario) promGet(ctx context.Context, path string, data any) error {
-	b, err := s.cs.CoreV1().Services(promNamespace).ProxyGet("http", "prometheus", "web", path, nil).DoRaw(ctx)
+	return s.promGetWith(ctx, path, nil, data)
+}
+
+// promGetWith is promGet with query parameters.
+func (s *scenario) promGetWith(ctx context.Context, path string, params map[string]string, data any) error {
+	b, err := s.cs.CoreV1().Services(promNamespace).ProxyGet("http", "prometheus", "web", path, params).DoRaw(ctx)
 	if err != nil {
 		return fmt.Errorf("prometheus %s: %w", path, err)
 	}
@@ -188,8 +193,9 @@ func (s *scenario) promGet(ctx context.Context, path string, data any) error {
 	return json.Unmarshal(r.Data, data)
 }
 
-// promTargets counts the targets up and all targets per job.
-func (s *scenario) promTargets(ctx context.Context) (up, all map[string]int, err error) {
+// promTargets counts the targets up and all targets per job, and says
+// why each target that is not up is down, in Prometheus's words.
+func (s *scenario) promTargets(ctx context.Context) (up, all map[string]int, down []string, err error) {
 	var d struct {
 		ActiveTargets []struct {
 			Labels    map[string]string `json:"labels"`
@@ -198,16 +204,19 @@ func (s *scenario) promTargets(ctx context.Context) (up, all map[string]int, err
 		} `json:"activeTargets"`
 	}
 	if err := s.promGet(ctx, "api/v1/targets", &d); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	up, all = map[string]int{}, map[string]int{}
 	for _, t := range d.ActiveTargets {
 		all[t.Labels["job"]]++
 		if t.Health == "up" {
 			up[t.Labels["job"]]++
+			continue
 		}
+		down = append(down, fmt.Sprintf("%s %s/%s %s: %s", t.Labels["job"], t.Labels["namespace"], t.Labels["pod"], t.Health, t.LastError))
 	}
-	return up, all, nil
+	sort.Strings(down)
+	return up, all, down, nil
 }
 
 // promAlert is an alert as Prometheus's /api/v1/alerts lists it.
@@ -286,20 +295,21 @@ func (s *scenario) promStart(ctx context.Context) error {
 	s.Show(fmt.Sprintf("Prometheus %s in namespace %s; the rules of %d PrometheusRules with every range %s and every for: %s (monitoring.Shortened)",
 		image, promNamespace, len(files), promWindow, promFor))
 	var up, all map[string]int
+	var down []string
 	err = poll(ctx, "every target up", 3*time.Minute, func() (bool, string, error) {
 		var err error
-		if up, all, err = s.promTargets(ctx); err != nil {
+		if up, all, down, err = s.promTargets(ctx); err != nil {
 			return false, err.Error(), nil
 		}
 		for job, n := range promJobs {
 			if up[job] < n {
-				return false, fmt.Sprintf("up %v of %v", up, all), nil
+				return false, fmt.Sprintf("up %v of %v; down: %s", up, all, strings.Join(down, "; ")), nil
 			}
 		}
 		return true, "", nil
 	})
 	s.Check("Prometheus scrapes, with its ServiceAccount's token where the endpoint asks for one, plugin-controller (both replicas), label-syncer, virt-handler on both workers and the API server: every target up",
-		err == nil, "up %v of %v%s", up, all, errSuffix(err))
+		err == nil, "up %v of %v%s%s", up, all, downSuffix(down), errSuffix(err))
 	var groups struct {
 		Groups []struct {
 			Rules []struct {
@@ -336,6 +346,14 @@ func (s *scenario) promStart(ctx context.Context) error {
 	return nil
 }
 
+// downSuffix lists the targets that are not up, and why.
+func downSuffix(down []string) string {
+	if len(down) == 0 {
+		return ""
+	}
+	return "; down: " + strings.Join(down, "; ")
+}
+
 // promFault is an alert a fault must fire, named with the labels it
 // must carry.
 type promFault struct {
@@ -355,9 +373,10 @@ func (f promFault) matches(a promAlert) bool {
 	return true
 }
 
-// labelWalkerYAML has a CEL hook whose condition compares every label of
-// the VMI with every other one: the cost limit stops it on a VMI with a few
-// hundred labels.
+// labelWalkerYAML has a CEL hook and a node hook whose conditions compare
+// every label of the VMI with every other one: the cost limit stops them
+// on a VMI with a few hundred labels. The node hook's socket is served by
+// no one: its condition is all it gets to.
 const labelWalkerYAML = `apiVersion: plugin.kubevirt.io/v1alpha1
 kind: Plugin
 metadata:
@@ -370,12 +389,46 @@ spec:
       hookPoint: GuestDefinition
       expression: 'Domain{Title: "walked"}'
     condition: 'vmi.Labels.all(a, vmi.Labels.all(b, size(a) + size(b) > 0))'
+  nodeHooks:
+  - socket: /var/run/kubevirt-plugin/` + labelWalker + `/node.sock
+    permittedHooks: [PreVMStart, OnVMStop, PostVMStop]
+    failureStrategy: Ignore
+    condition: 'vmi.Labels.all(a, vmi.Labels.all(b, size(a) + size(b) > 0))'
 `
 
-// promFaults injects five faults at once, reads each named alert firing
+// overlapPlugins are two Plugins whose CEL hooks both set the domain's
+// title, on a VM labelled plugins.example.com/overlap: the second one's
+// value is kept, an overlap the launcher counts.
+const overlapPlugins = `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: overlap-a
+spec:
+  condition: '"plugins.example.com/overlap" in vmi.Labels'
+  launcherHooks:
+  - cel:
+      hookPoint: GuestDefinition
+      expression: 'Domain{Title: "set by overlap-a"}'
+---
+apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: overlap-b
+spec:
+  condition: '"plugins.example.com/overlap" in vmi.Labels'
+  launcherHooks:
+  - cel:
+      hookPoint: GuestDefinition
+      expression: 'Domain{Title: "set by overlap-b"}'
+`
+
+// promFaults injects six faults at once, reads each named alert firing
 // from Prometheus, repairs the faults and reads each alert resolved.
 func (s *scenario) promFaults(ctx context.Context) error {
 	if err := s.applyPlugin(ctx, "Plugin "+labelWalker, labelWalkerYAML); err != nil {
+		return err
+	}
+	if err := s.applyPlugin(ctx, "Plugins overlap-a and overlap-b", overlapPlugins); err != nil {
 		return err
 	}
 	walkerLabels := map[string]string{"plugins.example.com/label-walker": "yes"}
@@ -383,7 +436,8 @@ func (s *scenario) promFaults(ctx context.Context) error {
 		walkerLabels[fmt.Sprintf("owner.example.org/l%04d", i)] = "v"
 	}
 	vms := map[string]string{
-		"alert-sidecar": bareVM("alert-sidecar", map[string]string{"plugins.example.com/smbios-watchdog": "enabled", "watchdog.example.com/action": "explode"}),
+		"alert-sidecar": bareVM("alert-sidecar", map[string]string{"plugins.example.com/smbios-watchdog": "enabled", "watchdog.example.com/action": "explode",
+			"plugins.example.com/overlap": "yes"}),
 		"alert-cel":     bareVM("alert-cel", walkerLabels),
 	}
 	for _, name := range []string{"alert-sidecar", "alert-cel"} {
@@ -391,8 +445,9 @@ func (s *scenario) promFaults(ctx context.Context) error {
 			return err
 		}
 	}
-	s.Show("faults: VM alert-sidecar labelled for smbios-watchdog with watchdog action \"explode\", which its sidecar refuses every boot (Fail); " +
-		"VM alert-cel with 2,000 labels, selected by Plugin label-walker, whose hook condition compares every label with every other (Fail)")
+	s.Show("faults: VM alert-sidecar labelled for smbios-watchdog with watchdog action \"explode\", which its sidecar refuses every boot (Fail), " +
+		"and for overlap-a and overlap-b, whose CEL hooks both set the domain's title (an overlap, for the dashboard); " +
+		"VM alert-cel with 2,000 labels, selected by Plugin label-walker, whose launcher hook condition (Fail) and node hook condition (Ignore) compare every label with every other")
 	err := poll(ctx, "the two VMs' launcher Pods", 3*time.Minute, func() (bool, string, error) {
 		out, err := s.kubectl(ctx, "", "-n", vmNamespace, "get", "pods", "-l", "kubevirt.io=virt-launcher", "-o", "jsonpath={.items[*].metadata.labels.vm\\.kubevirt\\.io/name}")
 		if err != nil {
@@ -433,6 +488,7 @@ func (s *scenario) promFaults(ctx context.Context) error {
 	faults := []promFault{
 		{"KubeVirtPluginLauncherHookFailing", map[string]string{"plugin": "smbios-watchdog", "hook_point": "GuestDefinition"}},
 		{"KubeVirtPluginLauncherCELCostLimitExceeded", map[string]string{"plugin": labelWalker, "hook_point": "GuestDefinition"}},
+		{"KubeVirtPluginNodeCELCostLimitExceeded", map[string]string{"plugin": labelWalker, "hook_point": "PreVMStart"}},
 		{"KubeVirtPluginNodeDaemonSetDown", map[string]string{"plugin": "node-hook-recorder"}},
 		{"KubeVirtPluginSidecarInjectorUnreachable", nil},
 		{"KubeVirtPluginControllerDown", nil},
@@ -458,7 +514,7 @@ func (s *scenario) promFaults(ctx context.Context) error {
 	if _, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "scale", "deployment", "plugin-controller", "--replicas="+strings.TrimSpace(replicas)); err != nil {
 		return err
 	}
-	if _, err := s.kubectl(ctx, "", "delete", "plugin", labelWalker, "--ignore-not-found"); err != nil {
+	if _, err := s.kubectl(ctx, "", "delete", "plugin", labelWalker, "overlap-a", "overlap-b", "--ignore-not-found"); err != nil {
 		return err
 	}
 	// The new plugin-controller Pods are the targets now.
@@ -480,7 +536,44 @@ func (s *scenario) promFaults(ctx context.Context) error {
 		took, ok := resolved[f.alert]
 		s.Check("after the repair, "+f.alert+" resolves", ok, "%s", firedDetail(ok, took, last))
 	}
+	return s.promDashboard(ctx)
+}
+
+// promDashboard runs every query of every panel of deploy/monitoring's
+// dashboard, as written (its ten-minute windows take in the faults just
+// repaired), on the real Prometheus: each must parse and return a series.
+// The one query that reads cert-manager's series returns none on a
+// cluster without cert-manager, and only there.
+func (s *scenario) promDashboard(ctx context.Context) error {
+	panels, err := monitoring.DashboardPanels(filepath.Join(s.root, monitoring.DashboardPath))
+	if err != nil {
+		return err
+	}
+	_, crdErr := s.kubectl(ctx, "", "get", "crd", "certificates.cert-manager.io")
+	certManager := crdErr == nil
+	for _, p := range panels {
+		for i, expr := range p.Exprs {
+			var d struct {
+				Result []json.RawMessage `json:"result"`
+			}
+			err := s.promGetWith(ctx, "api/v1/query", map[string]string{"query": expr}, &d)
+			name := fmt.Sprintf("dashboard panel %q, query %d of %d", p.Title, i+1, len(p.Exprs))
+			if !certManager && readsCertManager(expr) {
+				s.Check(name+" parses (cert-manager's series: cert-manager is not installed here, so none is expected)", err == nil,
+					"%d series%s", len(d.Result), errSuffix(err))
+				continue
+			}
+			s.Check(name+" returns a series on the real Prometheus", err == nil && len(d.Result) > 0,
+				"%d series: %s%s", len(d.Result), expr, errSuffix(err))
+		}
+	}
 	return nil
+}
+
+// readsCertManager reports whether a query reads only series cert-manager
+// exposes.
+func readsCertManager(expr string) bool {
+	return strings.Contains(expr, "certmanager_") && !strings.Contains(expr, "kubevirt_plugins")
 }
 
 // promWait polls Prometheus's alerts until done holds for every fault, and
