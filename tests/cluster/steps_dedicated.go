@@ -67,7 +67,7 @@ func (s *scenario) dedicatedVM(ctx context.Context) error {
 	}
 	s.Check("the Pod read back from the API server is Guaranteed (status.qosClass)", p.Status.QOSClass == corev1.PodQOSGuaranteed,
 		"qosClass %q", p.Status.QOSClass)
-	if err := s.checkExclusiveCPU(ctx, node, &p); err != nil {
+	if _, err := s.checkExclusiveCPU(ctx, node, &p); err != nil {
 		return err
 	}
 	if err := s.schedule(ctx, vmi, &p); err != nil {
@@ -161,19 +161,24 @@ type cpuManagerState struct {
 // checkExclusiveCPU checks, where the kubelet on node runs the static CPU
 // manager, that compute got exclusive CPUs of its own and the sidecars
 // none: in the kubelet's checkpoint and in the CPUs compute's processes
-// may run on.
-func (s *scenario) checkExclusiveCPU(ctx context.Context, node string, p *corev1.Pod) error {
+// may run on. It returns compute's exclusive CPUs, none where the policy
+// is not static.
+func (s *scenario) checkExclusiveCPU(ctx context.Context, node string, p *corev1.Pod) ([]int, error) {
 	out, err := s.onNode(ctx, node, "cat", "/var/lib/kubelet/cpu_manager_state")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var st cpuManagerState
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		return fmt.Errorf("the CPU manager's checkpoint on %s: %w", node, err)
+		return nil, fmt.Errorf("the CPU manager's checkpoint on %s: %w", node, err)
 	}
 	if st.PolicyName != "static" {
 		s.Show(fmt.Sprintf("the kubelet on %s runs the %q CPU manager policy: compute shares the node's CPUs (docs/cluster.md says why)", node, st.PolicyName))
-		return nil
+		return nil, nil
+	}
+	var compute corev1.Container
+	if i := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "compute" }); i >= 0 {
+		compute = p.Spec.Containers[i]
 	}
 	mine := st.Entries[string(p.UID)]
 	exclusive := mine["compute"]
@@ -181,7 +186,7 @@ func (s *scenario) checkExclusiveCPU(ctx context.Context, node string, p *corev1
 	own, err2 := parseCPUList(exclusive)
 	overlap := slices.ContainsFunc(own, func(c int) bool { return slices.Contains(shared, c) })
 	s.Check(fmt.Sprintf("the static CPU manager on %s gave compute exclusive CPU(s) %s, out of the shared pool %s", node, exclusive, st.DefaultCPUSet),
-		err1 == nil && err2 == nil && len(own) == int(p.Spec.Containers[0].Resources.Limits.Cpu().Value()) && !overlap && len(mine) == 1,
+		err1 == nil && err2 == nil && len(own) == int(compute.Resources.Limits.Cpu().Value()) && !overlap && len(mine) == 1,
 		"checkpoint entries of the Pod %v", mine)
 	status, err := s.kubectl(ctx, "", "-n", p.Namespace, "exec", p.Name, "-c", "compute", "--", "cat", "/proc/1/status")
 	allowed := ""
@@ -193,7 +198,7 @@ func (s *scenario) checkExclusiveCPU(ctx context.Context, node string, p *corev1
 	got, err3 := parseCPUList(allowed)
 	s.Check("compute's processes run on its exclusive CPU(s) only (Cpus_allowed_list "+allowed+")",
 		err == nil && err3 == nil && len(own) > 0 && slices.Equal(got, own), "%s%s", allowed, errSuffix(err))
-	return nil
+	return own, nil
 }
 
 // parseCPUList reads a Linux CPU list such as "0-2,5".

@@ -72,6 +72,7 @@ func (s *scenario) kubevirtSteps() []transcript.Step {
 		{Title: "A VirtualMachineInstanceMigration: KubeVirt migrates the VM with migration-tuner's PreMigrationSource change, the guest goes on", Run: s.kvMigrate},
 		{Title: "A PreMigrationSource hook that fails under Fail: KubeVirt cancels the migration and says which Plugin", Run: s.kvMigrateRefused},
 		{Title: "The VM stopped through KubeVirt: OnVMStop from its virt-handler, the launcher Pod completes", Run: s.kvStopVM},
+		{Title: "A VM with a dedicated CPU through KubeVirt: a Guaranteed launcher Pod with its sidecars, compute's own CPU, the vCPU pinned to it", Run: s.kvDedicated},
 		{Title: "A sidecar that never comes up: under Fail the VM does not start and KubeVirt says why; under Ignore it boots", Run: s.kvNeverUp},
 		{Title: "A VM no Plugin selects boots with the domain unpatched v1.9.0 defines", Run: s.kvNoPlugin},
 		{Title: "Six faults fire their alerts in Prometheus, the alerts resolve once the faults are repaired, and every dashboard query returns a series", Run: s.promFaults},
