@@ -97,22 +97,8 @@ func New(opts Options) *Launcher {
 	l := &Launcher{log: log, counts: hookCounts{log: log.WithName("hook-counts")}}
 	opts.Pipeline.Logger = log.WithName("pipeline")
 	opts.Pipeline.Registerer = opts.Registerer
-	count := l.counts.add
-	if host := opts.Pipeline.OnOutcome; host != nil {
-		count = func(c pipeline.CountedOutcome) {
-			host(c)
-			l.counts.add(c)
-		}
-	}
-	opts.Pipeline.OnOutcome = count
-	overlap := l.counts.addOverlap
-	if host := opts.Pipeline.OnOverlap; host != nil {
-		overlap = func(o pipeline.CountedOverlap) {
-			host(o)
-			l.counts.addOverlap(o)
-		}
-	}
-	opts.Pipeline.OnOverlap = overlap
+	opts.Pipeline.OnOutcome = hostFirst(opts.Pipeline.OnOutcome, l.counts.add)
+	opts.Pipeline.OnOverlap = hostFirst(opts.Pipeline.OnOverlap, l.counts.addOverlap)
 	l.opts = opts
 	return l
 }
@@ -282,4 +268,15 @@ func decode(domainXML string) (*libvirtxml.Domain, error) {
 		return nil, fmt.Errorf("reading the domain virt-launcher generated: %w", err)
 	}
 	return d, nil
+}
+
+// hostFirst calls the host's callback, if any, then the Launcher's own.
+func hostFirst[T any](host, own func(T)) func(T) {
+	if host == nil {
+		return own
+	}
+	return func(v T) {
+		host(v)
+		own(v)
+	}
 }

@@ -557,9 +557,78 @@ func (s *scenario) kvBootVM(ctx context.Context) error {
 	s.Check("KubeVirt's virt-handler on "+vmi.Status.NodeName+" called the recorder's PreVMStart then PostVMStart with the VMI's UID",
 		slices.Equal(got, []string{"PreVMStart", "PostVMStart"}), "got %v", got)
 	s.kv.nodeHooks = slices.Compact(got)
-	return s.kvHookCounts(ctx, vmi.Status.NodeName, "the launcher's hook outcomes, reported to virt-handler",
+	if err := s.kvHookCounts(ctx, vmi.Status.NodeName, "the launcher's hook outcomes, reported to virt-handler",
 		outcomeSeries{"cel-tuning", "GuestDefinition", "success"}, outcomeSeries{"smbios-watchdog", "GuestDefinition", "success"},
-		outcomeSeries{"cloudinit-network", "PreBoot", "success"})
+		outcomeSeries{"cloudinit-network", "PreBoot", "success"}); err != nil {
+		return err
+	}
+	return s.kvBootTimeline(ctx, vmi)
+}
+
+// kvBootTimeline shows the boot in KubeVirt's terms: the VMI's own phase
+// transitions, and the framework's share of it as virt-handler's /metrics
+// tells it (the launcher hooks' durations the launcher reported, the node
+// hooks' durations), and what kubectl get plugins says of each Plugin.
+func (s *scenario) kvBootTimeline(ctx context.Context, vmi *kubevirtv1.VirtualMachineInstance) error {
+	var phases []string
+	var first, running time.Time
+	for _, t := range vmi.Status.PhaseTransitionTimestamps {
+		if first.IsZero() {
+			first = t.PhaseTransitionTimestamp.Time
+		}
+		if t.Phase == kubevirtv1.Running {
+			running = t.PhaseTransitionTimestamp.Time
+		}
+		phases = append(phases, fmt.Sprintf("%s +%s", t.Phase, t.PhaseTransitionTimestamp.Sub(first).Round(time.Second)))
+	}
+	s.Show("the VMI's phase transitions (status.phaseTransitionTimestamps, one-second resolution): " + strings.Join(phases, ", "))
+	text, err := s.handlerMetrics(ctx, vmi.Status.NodeName)
+	if err != nil {
+		return err
+	}
+	type timed struct{ metric, plugin, hookPoint string }
+	hooks := []timed{
+		{"kubevirt_plugins_launcher_hook_duration_seconds", "cel-tuning", "GuestDefinition"},
+		{"kubevirt_plugins_launcher_hook_duration_seconds", "smbios-watchdog", "GuestDefinition"},
+		{"kubevirt_plugins_launcher_hook_duration_seconds", "cloudinit-network", "PreBoot"},
+	}
+	var parts []string
+	var total float64
+	ok := true
+	for _, h := range hooks {
+		labels := map[string]string{"plugin": h.plugin, "hook_point": h.hookPoint}
+		n, sum := seriesValue(text, h.metric+"_count", labels), seriesValue(text, h.metric+"_sum", labels)
+		ok = ok && n >= 1
+		total += sum
+		parts = append(parts, fmt.Sprintf("%s %s: %g run(s), %.1f ms", h.plugin, h.hookPoint, n, sum*1000))
+	}
+	s.Check("virt-handler's /metrics on "+vmi.Status.NodeName+": the launcher hooks' durations, reported by the launcher (kubevirt_plugins_launcher_hook_duration_seconds)",
+		ok, "%s", strings.Join(parts, ", "))
+	var node float64
+	for _, point := range []string{"PreVMStart", "PostVMStart"} {
+		node += seriesValue(text, "kubevirt_plugins_node_hook_call_duration_seconds_sum", map[string]string{"plugin": "node-hook-recorder", "hook_point": point, "outcome": "success"})
+	}
+	if !running.IsZero() {
+		s.Show(fmt.Sprintf("the framework's share of this node's boots so far: launcher hooks %.1f ms, node-hook-recorder's PreVMStart and PostVMStart %.1f ms, against %s from the VMI's first phase to Running",
+			total*1000, node*1000, running.Sub(first).Round(time.Second)))
+	}
+	out, err := s.kubectl(ctx, "", "get", "plugins")
+	if err != nil {
+		return err
+	}
+	s.Show("$ kubectl get plugins\n" + indent(out))
+	notReady, err := s.kubectl(ctx, "", "get", "plugins", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+	if err != nil {
+		return err
+	}
+	var bad []string
+	for line := range strings.SplitSeq(strings.TrimSpace(notReady), "\n") {
+		if name, status, _ := strings.Cut(line, "="); status != "True" {
+			bad = append(bad, name+" "+status)
+		}
+	}
+	s.Check("plugin-controller reports every Plugin Ready", len(bad) == 0, "not Ready: %v", bad)
+	return nil
 }
 
 // multusAddress reads the first address Multus's network-status on pod
