@@ -133,4 +133,3 @@ func (s *scenario) waitPodGone(ctx context.Context, p *corev1.Pod, timeout time.
 		return client.IgnoreNotFound(err) == nil, err.Error(), nil
 	})
 }
-

@@ -438,7 +438,7 @@ func (s *scenario) promFaults(ctx context.Context) error {
 	vms := map[string]string{
 		"alert-sidecar": bareVM("alert-sidecar", map[string]string{"plugins.example.com/smbios-watchdog": "enabled", "watchdog.example.com/action": "explode",
 			"plugins.example.com/overlap": "yes"}),
-		"alert-cel":     bareVM("alert-cel", walkerLabels),
+		"alert-cel": bareVM("alert-cel", walkerLabels),
 	}
 	for _, name := range []string{"alert-sidecar", "alert-cel"} {
 		if _, err := s.kubectl(ctx, vms[name], "apply", "-f", "-"); err != nil {
