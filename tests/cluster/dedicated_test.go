@@ -26,25 +26,6 @@ func cpu(milli int64) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}}
 }
 
-func TestPodCPURequestCountsNativeSidecarsAndTheLargestInitContainer(t *testing.T) {
-	always := corev1.ContainerRestartPolicyAlways
-	p := &corev1.Pod{Spec: corev1.PodSpec{
-		InitContainers: []corev1.Container{
-			{Name: "a", Resources: cpu(200), RestartPolicy: &always},
-			{Name: "b", Resources: cpu(200), RestartPolicy: &always},
-		},
-		Containers: []corev1.Container{{Name: "compute", Resources: cpu(1000)}},
-	}}
-	if got := podCPURequest(p); got != 1400 {
-		t.Errorf("a launcher Pod with two sidecars: %dm, want 1400m", got)
-	}
-	// A plain init container after the sidecars runs next to them.
-	p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "setup", Resources: cpu(1800)})
-	if got := podCPURequest(p); got != 2200 {
-		t.Errorf("with a 1800m init container: %dm, want 2200m", got)
-	}
-}
-
 func TestADedicatedVMGetsAGuaranteedCompute(t *testing.T) {
 	pod := newLauncherPod(newVMI(newDedicatedVM("d", "7c1e4b9a-2d6f-4a83-b5e0-9f3c8d2a6b14")), "src", "n")
 	r := pod.Spec.Containers[0].Resources

@@ -107,7 +107,6 @@ func (s *scenario) standinSteps() []transcript.Step {
 		{Title: "Stopping the VM: the target launcher Pod completes", Run: s.stopVM},
 		{Title: "Node hooks from each node's handler reached that node's recorder, in order", Run: s.nodeHooks},
 		{Title: "A sidecar container is killed: the kubelet restarts it, the next boot waits for it", Run: s.killSidecar},
-		{Title: "A dedicated-CPU VM: its Guaranteed launcher Pod stays Guaranteed with the injected sidecars, and the VM boots", Run: s.dedicatedVM},
 	}
 }
 

@@ -36,6 +36,9 @@ const (
 	// labelWalker is a Plugin whose CEL hook condition the cost limit
 	// stops on a VM with many labels.
 	labelWalker = "label-walker"
+	// nodeWalker is a Plugin whose node hook condition the cost limit
+	// stops on a VM with many labels.
+	nodeWalker = "node-walker"
 )
 
 // promConfig is Prometheus's configuration. Debian's build of Prometheus
@@ -373,10 +376,9 @@ func (f promFault) matches(a promAlert) bool {
 	return true
 }
 
-// labelWalkerYAML has a CEL hook and a node hook whose conditions compare
-// every label of the VMI with every other one: the cost limit stops them
-// on a VMI with a few hundred labels. The node hook's socket is served by
-// no one: its condition is all it gets to.
+// labelWalkerYAML has a CEL hook whose condition compares every label of
+// the VMI with every other one: the cost limit stops it on a VMI with a few
+// hundred labels.
 const labelWalkerYAML = `apiVersion: plugin.kubevirt.io/v1alpha1
 kind: Plugin
 metadata:
@@ -389,10 +391,22 @@ spec:
       hookPoint: GuestDefinition
       expression: 'Domain{Title: "walked"}'
     condition: 'vmi.Labels.all(a, vmi.Labels.all(b, size(a) + size(b) > 0))'
+`
+
+// nodeWalkerYAML has a node hook at PreVMStart with the same condition. A
+// node hook condition that cannot be decided fails the dispatch whatever
+// the failureStrategy (handler-runtime/dispatch), so the VM it selects
+// never reaches its launcher's hooks: it gets a VM of its own. Its socket
+// is served by no one; the condition is all it gets to.
+const nodeWalkerYAML = `apiVersion: plugin.kubevirt.io/v1alpha1
+kind: Plugin
+metadata:
+  name: ` + nodeWalker + `
+spec:
+  condition: '"plugins.example.com/node-walker" in vmi.Labels'
   nodeHooks:
-  - socket: /var/run/kubevirt-plugin/` + labelWalker + `/node.sock
-    permittedHooks: [PreVMStart, OnVMStop, PostVMStop]
-    failureStrategy: Ignore
+  - socket: /var/run/kubevirt-plugin/` + nodeWalker + `/node.sock
+    permittedHooks: [PreVMStart]
     condition: 'vmi.Labels.all(a, vmi.Labels.all(b, size(a) + size(b) > 0))'
 `
 
@@ -425,36 +439,64 @@ spec:
 // promFaults injects six faults at once, reads each named alert firing
 // from Prometheus, repairs the faults and reads each alert resolved.
 func (s *scenario) promFaults(ctx context.Context) error {
-	if err := s.applyPlugin(ctx, "Plugin "+labelWalker, labelWalkerYAML); err != nil {
-		return err
+	for _, p := range [][2]string{{"Plugin " + labelWalker, labelWalkerYAML}, {"Plugin " + nodeWalker, nodeWalkerYAML},
+		{"Plugins overlap-a and overlap-b", overlapPlugins}} {
+		if err := s.applyPlugin(ctx, p[0], p[1]); err != nil {
+			return err
+		}
 	}
-	if err := s.applyPlugin(ctx, "Plugins overlap-a and overlap-b", overlapPlugins); err != nil {
-		return err
+	many := func(label string) map[string]string {
+		labels := map[string]string{label: "yes"}
+		for i := range 2000 {
+			labels[fmt.Sprintf("owner.example.org/l%04d", i)] = "v"
+		}
+		return labels
 	}
-	walkerLabels := map[string]string{"plugins.example.com/label-walker": "yes"}
-	for i := range 2000 {
-		walkerLabels[fmt.Sprintf("owner.example.org/l%04d", i)] = "v"
-	}
-	vms := map[string]string{
+	vms := []string{"alert-sidecar", "alert-cel", "alert-node-cel"}
+	manifests := map[string]string{
 		"alert-sidecar": bareVM("alert-sidecar", map[string]string{"plugins.example.com/smbios-watchdog": "enabled", "watchdog.example.com/action": "explode",
 			"plugins.example.com/overlap": "yes"}),
-		"alert-cel": bareVM("alert-cel", walkerLabels),
+		"alert-cel":      bareVM("alert-cel", many("plugins.example.com/label-walker")),
+		"alert-node-cel": bareVM("alert-node-cel", many("plugins.example.com/node-walker")),
 	}
-	for _, name := range []string{"alert-sidecar", "alert-cel"} {
-		if _, err := s.kubectl(ctx, vms[name], "apply", "-f", "-"); err != nil {
+	for _, name := range vms {
+		if _, err := s.kubectl(ctx, manifests[name], "apply", "-f", "-"); err != nil {
 			return err
 		}
 	}
 	s.Show("faults: VM alert-sidecar labelled for smbios-watchdog with watchdog action \"explode\", which its sidecar refuses every boot (Fail), " +
 		"and for overlap-a and overlap-b, whose CEL hooks both set the domain's title (an overlap, for the dashboard); " +
-		"VM alert-cel with 2,000 labels, selected by Plugin label-walker, whose launcher hook condition (Fail) and node hook condition (Ignore) compare every label with every other")
-	err := poll(ctx, "the two VMs' launcher Pods", 3*time.Minute, func() (bool, string, error) {
+		"VMs alert-cel and alert-node-cel with 2,000 labels, selected by Plugin label-walker, whose launcher hook condition compares every label with every other (Fail), " +
+		"and by Plugin node-walker, whose PreVMStart node hook condition does the same")
+	faults := []promFault{
+		{"KubeVirtPluginLauncherHookFailing", map[string]string{"plugin": "smbios-watchdog", "hook_point": "GuestDefinition"}},
+		{"KubeVirtPluginLauncherCELCostLimitExceeded", map[string]string{"plugin": labelWalker, "hook_point": "GuestDefinition"}},
+		{"KubeVirtPluginNodeCELCostLimitExceeded", map[string]string{"plugin": nodeWalker, "hook_point": "PreVMStart"}},
+		{"KubeVirtPluginNodeDaemonSetDown", map[string]string{"plugin": "node-hook-recorder"}},
+		{"KubeVirtPluginSidecarInjectorUnreachable", nil},
+		{"KubeVirtPluginControllerDown", nil},
+	}
+	// Prometheus is read from the first fault on: KubeVirt retries a VMI
+	// whose hooks fail with a growing backoff, and an alert on one-minute
+	// windows may fire and resolve between two retries.
+	type fired struct {
+		seen map[string]time.Duration
+		last []promAlert
+	}
+	firing := make(chan fired, 1)
+	go func() {
+		seen, last := s.promWait(ctx, faults, "every alert firing", func(f promFault, alerts []promAlert) bool {
+			return slices.ContainsFunc(alerts, func(a promAlert) bool { return f.matches(a) && a.State == "firing" })
+		})
+		firing <- fired{seen, last}
+	}()
+	err := poll(ctx, "the VMs' launcher Pods", 3*time.Minute, func() (bool, string, error) {
 		out, err := s.kubectl(ctx, "", "-n", vmNamespace, "get", "pods", "-l", "kubevirt.io=virt-launcher", "-o", "jsonpath={.items[*].metadata.labels.vm\\.kubevirt\\.io/name}")
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		names := strings.Fields(out)
-		return slices.Contains(names, "alert-sidecar") && slices.Contains(names, "alert-cel"), out, nil
+		return !slices.ContainsFunc(vms, func(vm string) bool { return !slices.Contains(names, vm) }), out, nil
 	})
 	if err != nil {
 		return err
@@ -485,24 +527,15 @@ func (s *scenario) promFaults(ctx context.Context) error {
 	}
 	s.Show("VM alert-refused created: its launcher Pod goes through the injector's webhook, which no Pod serves")
 
-	faults := []promFault{
-		{"KubeVirtPluginLauncherHookFailing", map[string]string{"plugin": "smbios-watchdog", "hook_point": "GuestDefinition"}},
-		{"KubeVirtPluginLauncherCELCostLimitExceeded", map[string]string{"plugin": labelWalker, "hook_point": "GuestDefinition"}},
-		{"KubeVirtPluginNodeCELCostLimitExceeded", map[string]string{"plugin": labelWalker, "hook_point": "PreVMStart"}},
-		{"KubeVirtPluginNodeDaemonSetDown", map[string]string{"plugin": "node-hook-recorder"}},
-		{"KubeVirtPluginSidecarInjectorUnreachable", nil},
-		{"KubeVirtPluginControllerDown", nil},
-	}
-	seen, last := s.promWait(ctx, faults, "every alert firing", func(f promFault, alerts []promAlert) bool {
-		return slices.ContainsFunc(alerts, func(a promAlert) bool { return f.matches(a) && a.State == "firing" })
-	})
+	r := <-firing
+	seen, last := r.seen, r.last
 	for _, f := range faults {
 		took, ok := seen[f.alert]
 		s.Check(fmt.Sprintf("Prometheus's /api/v1/alerts: %s firing %v", f.alert, f.labels), ok,
 			"%s", firedDetail(ok, took, last))
 	}
 
-	for _, name := range []string{"alert-sidecar", "alert-cel", "alert-refused"} {
+	for _, name := range append(vms, "alert-refused") {
 		if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "delete", "vm", name, "--wait=false"); err != nil {
 			return err
 		}
@@ -514,7 +547,7 @@ func (s *scenario) promFaults(ctx context.Context) error {
 	if _, err := s.kubectl(ctx, "", "-n", kubevirtNamespace, "scale", "deployment", "plugin-controller", "--replicas="+strings.TrimSpace(replicas)); err != nil {
 		return err
 	}
-	if _, err := s.kubectl(ctx, "", "delete", "plugin", labelWalker, "overlap-a", "overlap-b", "--ignore-not-found"); err != nil {
+	if _, err := s.kubectl(ctx, "", "delete", "plugin", labelWalker, nodeWalker, "overlap-a", "overlap-b", "--ignore-not-found"); err != nil {
 		return err
 	}
 	// The new plugin-controller Pods are the targets now.
@@ -528,7 +561,7 @@ func (s *scenario) promFaults(ctx context.Context) error {
 	if err := s.promPublishTargets(ctx); err != nil {
 		return err
 	}
-	s.Show("repaired: the three VMs deleted, node-hook-recorder back on every node, plugin-controller back to " + strings.TrimSpace(replicas) + " replicas")
+	s.Show("repaired: the four VMs deleted, node-hook-recorder back on every node, plugin-controller back to " + strings.TrimSpace(replicas) + " replicas")
 	resolved, last := s.promWait(ctx, faults, "every alert resolved", func(f promFault, alerts []promAlert) bool {
 		return !slices.ContainsFunc(alerts, f.matches)
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
+	"github.com/kubevirt-plugins/framework/plugin-controller/certmetrics"
 	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 )
 
@@ -93,6 +94,13 @@ func TestMetricNamesAreTheConstantsInTheNamespaceAndDocumented(t *testing.T) {
 					err = d.Close()
 				}
 				return err
+			},
+		},
+		{
+			"plugin_controller", "plugin-controller/certmetrics/doc.go",
+			[]string{certmetrics.MetricExpiration},
+			func(reg prometheus.Registerer) error {
+				return reg.Register(certmetrics.New("/nonexistent/tls.crt"))
 			},
 		},
 		{

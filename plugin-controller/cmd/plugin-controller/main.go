@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -34,6 +36,7 @@ import (
 	"github.com/kubevirt-plugins/framework/api/celenv"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/api/sidecarinjection"
+	"github.com/kubevirt-plugins/framework/plugin-controller/certmetrics"
 	pluginreconciler "github.com/kubevirt-plugins/framework/plugin-controller/reconcilers/plugin"
 	"github.com/kubevirt-plugins/framework/plugin-controller/servingcert"
 	pluginwebhook "github.com/kubevirt-plugins/framework/plugin-controller/webhooks/plugin"
@@ -183,6 +186,11 @@ func run(ctx context.Context, f *flags, logger logr.Logger) error {
 	}
 	if f.enableWebhook {
 		opts.WebhookServer = webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.certDir})
+		// When the certificate the webhook server serves expires, read
+		// at each scrape, in either certificate mode.
+		if err := crmetrics.Registry.Register(certmetrics.New(filepath.Join(f.certDir, "tls.crt"))); err != nil {
+			return fmt.Errorf("registering the certificate expiry gauge: %w", err)
+		}
 	}
 	injector := f.enableWebhook && f.enableSidecarInjector
 	if injector {

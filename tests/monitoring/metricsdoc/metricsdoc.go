@@ -18,8 +18,15 @@ package metricsdoc
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -27,6 +34,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +55,7 @@ import (
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
 	"github.com/kubevirt-plugins/framework/label-syncer/syncmetrics"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
+	"github.com/kubevirt-plugins/framework/plugin-controller/certmetrics"
 	"github.com/kubevirt-plugins/framework/protos/sdk"
 )
 
@@ -93,10 +102,20 @@ func Inventory() ([]Source, error) {
 			About: "Registered by `syncmetrics.New`, served by label-syncer on `--metrics-bind-address` with controller-runtime's series.",
 		},
 		{
+			Title: "Plugin controller (plugin-controller/certmetrics)",
+			About: "Registered by plugin-controller on controller-runtime's registry when it serves its webhooks, in either certificate mode: " +
+				"the serving certificate's expiry, read from `tls.crt` in `--webhook-cert-dir` at each scrape.",
+		},
+		{
 			Title: "Plugin servers built on the SDK (protos/sdk)",
 			About: "Registered by `sdk.NewLauncherServer` and `sdk.NewNodeServer` when given `sdk.WithRegisterer`: the gRPC server series of a sidecar or node hook server, served by the plugin itself if it chooses to. The sample plugins do not.",
 		},
 	}
+	tmp, err := os.MkdirTemp("", "metricsdoc")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
 	register := []func(prometheus.Registerer) error{
 		func(reg prometheus.Registerer) error {
 			_, err := pipeline.New(nil, pipeline.Options{Registerer: reg})
@@ -120,6 +139,16 @@ func Inventory() ([]Source, error) {
 		func(reg prometheus.Registerer) error {
 			_, err := syncmetrics.New(reg)
 			return err
+		},
+		func(reg prometheus.Registerer) error {
+			// The gauge has a sample, which tells its type, once a
+			// certificate is there to read; describe reads it before the
+			// file goes.
+			path := filepath.Join(tmp, "tls.crt")
+			if err := writeSelfSignedCert(path); err != nil {
+				return err
+			}
+			return reg.Register(certmetrics.New(path))
 		},
 		registerSDK,
 	}
@@ -153,6 +182,21 @@ func Inventory() ([]Source, error) {
 		Metrics: ms,
 	})
 	return sources, nil
+}
+
+// writeSelfSignedCert writes a throwaway self-signed certificate to path.
+func writeSelfSignedCert(path string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "metricsdoc"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 }
 
 // registerSDK makes a node hook server with a registerer and stops it.
