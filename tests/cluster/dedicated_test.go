@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestParseCPUListReadsRangesAndSingles(t *testing.T) {
@@ -20,10 +18,6 @@ func TestParseCPUListReadsRangesAndSingles(t *testing.T) {
 	if _, err := parseCPUList("a-b"); err == nil {
 		t.Error("parseCPUList(\"a-b\") gave no error")
 	}
-}
-
-func cpu(milli int64) corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}}
 }
 
 func TestADedicatedVMGetsAGuaranteedCompute(t *testing.T) {
