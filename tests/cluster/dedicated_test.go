@@ -5,7 +5,6 @@ package cluster
 import (
 	"slices"
 	"testing"
-
 )
 
 func TestParseCPUListReadsRangesAndSingles(t *testing.T) {
