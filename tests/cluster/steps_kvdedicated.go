@@ -54,9 +54,12 @@ func (s *scenario) kvDedicated(ctx context.Context) error {
 	if i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == "compute" }); i >= 0 {
 		compute = pod.Spec.Containers[i]
 	}
-	s.Check("KubeVirt gave compute whole CPUs with requests equal to limits: "+resourceText(compute.Resources.Limits),
-		sameResources(compute.Resources.Requests, compute.Resources.Limits) && compute.Resources.Limits.Cpu().MilliValue() == 1000,
-		"requests %s, limits %s", resourceText(compute.Resources.Requests), resourceText(compute.Resources.Limits))
+	// The Pod's QoS class depends on CPU and memory only; KubeVirt also
+	// asks compute for ephemeral storage and devices.
+	req, lim := compute.Resources.Requests, compute.Resources.Limits
+	s.Check("KubeVirt gave compute one whole CPU, and memory, with requests equal to limits: "+resourceText(lim),
+		lim.Cpu().MilliValue() == 1000 && req.Cpu().Cmp(*lim.Cpu()) == 0 && !lim.Memory().IsZero() && req.Memory().Cmp(*lim.Memory()) == 0,
+		"requests %v, limits %v", req, lim)
 	want := s.sidecars["smbios-watchdog"].Resources.Guaranteed
 	var r corev1.ResourceRequirements
 	if i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "smbios-watchdog" }); i >= 0 {
