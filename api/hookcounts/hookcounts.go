@@ -238,19 +238,18 @@ func (r *Report) Validate() error {
 
 // checkDuration checks a durations entry.
 func checkDuration(field string, d *DurationCount) error {
-	if err := checkEntry(field, d.Plugin, d.HookPoint, 1); err != nil {
+	if err := checkSeries(field, d.Plugin, d.HookPoint); err != nil {
 		return err
 	}
 	if len(d.Runs) != len(DurationBuckets)+1 {
 		return fmt.Errorf("%s.runs: %d buckets, not %d (the bounds of DurationBuckets and one above them)", field, len(d.Runs), len(DurationBuckets)+1)
 	}
-	var total int64
 	for j, n := range d.Runs {
 		if n < 0 || n > MaxCount {
 			return fmt.Errorf("%s.runs[%d]: %d is not between 0 and %d", field, j, n, MaxCount)
 		}
-		total += n
 	}
+	total := d.Total()
 	if total < 1 || total > MaxCount {
 		return fmt.Errorf("%s.runs: %d runs in all, not between 1 and %d", field, total, MaxCount)
 	}
@@ -260,13 +259,23 @@ func checkDuration(field string, d *DurationCount) error {
 	return nil
 }
 
-// checkEntry checks what both kinds of entry have.
-func checkEntry(field, plugin string, point pluginv1alpha1.LauncherHookPoint, count int64) error {
+// checkSeries checks what every entry has: a plugin and a launcher hook
+// point.
+func checkSeries(field, plugin string, point pluginv1alpha1.LauncherHookPoint) error {
 	if plugin == "" {
 		return fmt.Errorf("%s.plugin: empty", field)
 	}
 	if !slices.Contains(pluginv1alpha1.LauncherHookPoints, point) {
 		return fmt.Errorf("%s.hookPoint: %q is not a launcher hook point (%s)", field, point, list(pluginv1alpha1.LauncherHookPoints))
+	}
+	return nil
+}
+
+// checkEntry checks an entry with a count: outcomes,
+// celCostLimitExceeded and overlaps.
+func checkEntry(field, plugin string, point pluginv1alpha1.LauncherHookPoint, count int64) error {
+	if err := checkSeries(field, plugin, point); err != nil {
+		return err
 	}
 	if count < 1 || count > MaxCount {
 		return fmt.Errorf("%s.count: %d is not between 1 and %d", field, count, MaxCount)

@@ -202,9 +202,7 @@ func (c *collector) sync() (map[string]bool, error) {
 				c.outcomes.WithLabelValues(p.Name, string(point), string(o))
 			}
 			c.celLimit.WithLabelValues(p.Name, string(point))
-			if k := (durationKey{p.Name, point}); c.durations[k] == nil {
-				c.durations[k] = &durations{runs: make([]uint64, len(hookcounts.DurationBuckets)+1)}
-			}
+			c.histogram(durationKey{p.Name, point})
 		}
 	}
 	for p := range c.known {
@@ -259,18 +257,24 @@ func (c *collector) record(vmi *kubevirtv1.VirtualMachineInstance, r *hookcounts
 		c.overlaps.WithLabelValues(string(o.HookPoint), o.Plugin, o.OverwrittenPlugin).Add(float64(o.Count))
 	}
 	for _, d := range r.Durations {
-		k := durationKey{d.Plugin, d.HookPoint}
-		h := c.durations[k]
-		if h == nil {
-			h = &durations{runs: make([]uint64, len(hookcounts.DurationBuckets)+1)}
-			c.durations[k] = h
-		}
+		h := c.histogram(durationKey{d.Plugin, d.HookPoint})
 		for i, n := range d.Runs {
 			h.runs[i] += uint64(n)
 		}
 		h.seconds += d.Seconds
 	}
 	return nil
+}
+
+// histogram returns the runs of k, made empty if there were none; c.mu is
+// held.
+func (c *collector) histogram(k durationKey) *durations {
+	h := c.durations[k]
+	if h == nil {
+		h = &durations{runs: make([]uint64, len(hookcounts.DurationBuckets)+1)}
+		c.durations[k] = h
+	}
+	return h
 }
 
 // checkKnown checks that every plugin r names is known, naming the first

@@ -25,7 +25,8 @@ import (
 // often a plugin's GuestDefinition hook changed what another's had, as an
 // api/hookcounts report. These are the counts of the pipeline's outcome,
 // cost-limit, duration and overlap metrics (Options.Registerer set or
-// not), which Prometheus cannot scrape in virt-launcher's Pod. It returns nil when there is nothing to report.
+// not), which Prometheus cannot scrape in virt-launcher's Pod. It returns
+// nil when there is nothing to report.
 //
 // virt-launcher sends the bytes, unread, to virt-handler after each call
 // of a hook point method (with the reply of the command that ran it, as
@@ -63,6 +64,10 @@ func (k outcomeKey) keysAndValues() []any {
 	return []any{hookresult.KeyPlugin, k.plugin, hookresult.KeyHookPoint, k.point, hookresult.KeyOutcome, k.outcome}
 }
 
+func (k outcomeKey) compare(o outcomeKey) int {
+	return cmp.Or(cmp.Compare(k.plugin, o.plugin), cmp.Compare(k.point, o.point), cmp.Compare(k.outcome, o.outcome))
+}
+
 // celKey is a series of the cost-limit metric.
 type celKey struct {
 	plugin string
@@ -71,6 +76,10 @@ type celKey struct {
 
 func (k celKey) keysAndValues() []any {
 	return []any{hookresult.KeyPlugin, k.plugin, hookresult.KeyHookPoint, k.point}
+}
+
+func (k celKey) compare(o celKey) int {
+	return cmp.Or(cmp.Compare(k.plugin, o.plugin), cmp.Compare(k.point, o.point))
 }
 
 // overlapKey is a series of the overlap metric.
@@ -83,16 +92,16 @@ func (k overlapKey) keysAndValues() []any {
 	return []any{hookresult.KeyHookPoint, k.point, hookresult.KeyPlugin, k.plugin, "overwrittenPlugin", k.overwrittenBy}
 }
 
-// durations are the timed runs of a series of the duration metric.
-type durations struct {
-	runs    []int64
-	seconds float64
+func (k overlapKey) compare(o overlapKey) int {
+	return cmp.Or(cmp.Compare(k.point, o.point), cmp.Compare(k.plugin, o.plugin), cmp.Compare(k.overwrittenBy, o.overwrittenBy))
 }
 
 // seriesKey is outcomeKey, celKey or overlapKey.
-type seriesKey interface {
+type seriesKey[K any] interface {
 	comparable
 	keysAndValues() []any
+	// compare orders the series of a report.
+	compare(K) int
 }
 
 // hookCounts adds up, between two takes, the counts the pipelines hand
@@ -105,7 +114,7 @@ type hookCounts struct {
 	mu        sync.Mutex
 	outcomes  map[outcomeKey]int64
 	celLimit  map[celKey]int64
-	durations map[celKey]*durations
+	durations map[celKey]*hookcounts.DurationCount
 	overlaps  map[overlapKey]int64
 	// overflowLogged is set once a count was dropped since the last take,
 	// so that it is logged once.
@@ -116,7 +125,7 @@ type hookCounts struct {
 func (h *hookCounts) init() {
 	if h.outcomes == nil {
 		h.outcomes, h.celLimit = map[outcomeKey]int64{}, map[celKey]int64{}
-		h.durations, h.overlaps = map[celKey]*durations{}, map[overlapKey]int64{}
+		h.durations, h.overlaps = map[celKey]*hookcounts.DurationCount{}, map[overlapKey]int64{}
 	}
 }
 
@@ -156,25 +165,21 @@ func (h *hookCounts) addDuration(k celKey, seconds float64) {
 		h.overflow("a launcher hook run's time was not counted: the launcher keeps at most hookcounts.MaxEntries series between two reports to virt-handler", k.keysAndValues())
 		return
 	case !ok:
-		d = &durations{runs: make([]int64, len(hookcounts.DurationBuckets)+1)}
+		d = &hookcounts.DurationCount{Plugin: k.plugin, HookPoint: k.point, Runs: make([]int64, len(hookcounts.DurationBuckets)+1)}
 		h.durations[k] = d
 	}
-	var total int64
-	for _, n := range d.runs {
-		total += n
-	}
-	if total >= hookcounts.MaxCount {
+	if d.Total() >= hookcounts.MaxCount {
 		h.overflow("a launcher hook run's time was not counted: the series reached hookcounts.MaxCount since the last report to virt-handler", k.keysAndValues())
 		return
 	}
 	// The first bucket whose bound is at least seconds, as Prometheus's
 	// histograms count; past the last bound, the last element.
-	d.runs[sort.SearchFloat64s(hookcounts.DurationBuckets, seconds)]++
-	d.seconds += max(seconds, 0)
+	d.Runs[sort.SearchFloat64s(hookcounts.DurationBuckets, seconds)]++
+	d.Seconds += max(seconds, 0)
 }
 
 // addBounded adds one to m[k] within the bounds of a report; h.mu is held.
-func addBounded[K seriesKey](h *hookCounts, m map[K]int64, k K) {
+func addBounded[K seriesKey[K]](h *hookCounts, m map[K]int64, k K) {
 	n, ok := m[k]
 	switch {
 	case !ok && h.entries() >= hookcounts.MaxEntries:
@@ -217,43 +222,16 @@ func (h *hookCounts) take() []byte {
 		size += len(b) + 1
 		return true
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(h.outcomes), func(a, b outcomeKey) int {
-		return cmp.Or(cmp.Compare(a.plugin, b.plugin), cmp.Compare(a.point, b.point), cmp.Compare(a.outcome, b.outcome))
-	}) {
-		e := hookcounts.OutcomeCount{Plugin: k.plugin, HookPoint: k.point, Outcome: k.outcome, Count: h.outcomes[k]}
-		if fits(e) {
-			r.Outcomes = append(r.Outcomes, e)
-			delete(h.outcomes, k)
-		}
-	}
-	for _, k := range slices.SortedFunc(maps.Keys(h.celLimit), func(a, b celKey) int {
-		return cmp.Or(cmp.Compare(a.plugin, b.plugin), cmp.Compare(a.point, b.point))
-	}) {
-		e := hookcounts.CELCostLimitCount{Plugin: k.plugin, HookPoint: k.point, Count: h.celLimit[k]}
-		if fits(e) {
-			r.CELCostLimitExceeded = append(r.CELCostLimitExceeded, e)
-			delete(h.celLimit, k)
-		}
-	}
-	for _, k := range slices.SortedFunc(maps.Keys(h.durations), func(a, b celKey) int {
-		return cmp.Or(cmp.Compare(a.plugin, b.plugin), cmp.Compare(a.point, b.point))
-	}) {
-		d := h.durations[k]
-		e := hookcounts.DurationCount{Plugin: k.plugin, HookPoint: k.point, Runs: d.runs, Seconds: d.seconds}
-		if fits(e) {
-			r.Durations = append(r.Durations, e)
-			delete(h.durations, k)
-		}
-	}
-	for _, k := range slices.SortedFunc(maps.Keys(h.overlaps), func(a, b overlapKey) int {
-		return cmp.Or(cmp.Compare(a.point, b.point), cmp.Compare(a.plugin, b.plugin), cmp.Compare(a.overwrittenBy, b.overwrittenBy))
-	}) {
-		e := hookcounts.OverlapCount{HookPoint: k.point, Plugin: k.plugin, OverwrittenPlugin: k.overwrittenBy, Count: h.overlaps[k]}
-		if fits(e) {
-			r.Overlaps = append(r.Overlaps, e)
-			delete(h.overlaps, k)
-		}
-	}
+	r.Outcomes = drain(h.outcomes, fits, func(k outcomeKey, n int64) hookcounts.OutcomeCount {
+		return hookcounts.OutcomeCount{Plugin: k.plugin, HookPoint: k.point, Outcome: k.outcome, Count: n}
+	})
+	r.CELCostLimitExceeded = drain(h.celLimit, fits, func(k celKey, n int64) hookcounts.CELCostLimitCount {
+		return hookcounts.CELCostLimitCount{Plugin: k.plugin, HookPoint: k.point, Count: n}
+	})
+	r.Durations = drain(h.durations, fits, func(_ celKey, d *hookcounts.DurationCount) hookcounts.DurationCount { return *d })
+	r.Overlaps = drain(h.overlaps, fits, func(k overlapKey, n int64) hookcounts.OverlapCount {
+		return hookcounts.OverlapCount{HookPoint: k.point, Plugin: k.plugin, OverwrittenPlugin: k.overwrittenBy, Count: n}
+	})
 	h.overflowLogged = false
 	if r.Empty() {
 		return nil
@@ -265,4 +243,17 @@ func (h *hookCounts) take() []byte {
 		return nil
 	}
 	return data
+}
+
+// drain moves the series of m, in the order of their keys, into report
+// entries while they fit, and leaves in m those that do not.
+func drain[K seriesKey[K], V, E any](m map[K]V, fits func(any) bool, entry func(K, V) E) []E {
+	var out []E
+	for _, k := range slices.SortedFunc(maps.Keys(m), K.compare) {
+		if e := entry(k, m[k]); fits(e) {
+			out = append(out, e)
+			delete(m, k)
+		}
+	}
+	return out
 }

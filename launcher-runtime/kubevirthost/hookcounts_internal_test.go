@@ -137,7 +137,7 @@ func TestTimedRunsAndOverlapsStopAtMaxCount(t *testing.T) {
 	o := pipeline.CountedOverlap{HookPoint: pluginv1alpha1.GuestDefinition, Plugin: "p", OverwrittenPlugin: "q"}
 	h.add(run)
 	h.addOverlap(o)
-	h.durations[celKey{"p", pluginv1alpha1.GuestDefinition}].runs[1] = hookcounts.MaxCount - 1
+	h.durations[celKey{"p", pluginv1alpha1.GuestDefinition}].Runs[1] = hookcounts.MaxCount - 1
 	h.overlaps[overlapKey{pluginv1alpha1.GuestDefinition, "p", "q"}] = hookcounts.MaxCount - 1
 	for range 3 {
 		h.add(run)

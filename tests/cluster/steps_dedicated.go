@@ -40,10 +40,7 @@ func (s *scenario) checkExclusiveCPU(ctx context.Context, node string, p *corev1
 		s.Show(fmt.Sprintf("the kubelet on %s runs the %q CPU manager policy: compute shares the node's CPUs (docs/cluster.md says why)", node, st.PolicyName))
 		return nil, nil
 	}
-	var compute corev1.Container
-	if i := slices.IndexFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "compute" }); i >= 0 {
-		compute = p.Spec.Containers[i]
-	}
+	compute := namedContainer(p.Spec.Containers, "compute")
 	mine := st.Entries[string(p.UID)]
 	exclusive := mine["compute"]
 	shared, err1 := parseCPUList(st.DefaultCPUSet)
@@ -63,6 +60,14 @@ func (s *scenario) checkExclusiveCPU(ctx context.Context, node string, p *corev1
 	s.Check("compute's processes run on its exclusive CPU(s) only (Cpus_allowed_list "+allowed+")",
 		err == nil && err3 == nil && len(own) > 0 && slices.Equal(got, own), "%s%s", allowed, errSuffix(err))
 	return own, nil
+}
+
+// namedContainer is the container of list named name, or an empty one.
+func namedContainer(list []corev1.Container, name string) corev1.Container {
+	if i := slices.IndexFunc(list, func(c corev1.Container) bool { return c.Name == name }); i >= 0 {
+		return list[i]
+	}
+	return corev1.Container{}
 }
 
 // parseCPUList reads a Linux CPU list such as "0-2,5".

@@ -50,10 +50,7 @@ func (s *scenario) kvDedicated(ctx context.Context) error {
 	}
 	node := vmi.Status.NodeName
 	s.Show(fmt.Sprintf("VMI %s on %s in Pod %s", vmi.Name, node, pod.Name))
-	var compute corev1.Container
-	if i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == "compute" }); i >= 0 {
-		compute = pod.Spec.Containers[i]
-	}
+	compute := namedContainer(pod.Spec.Containers, "compute")
 	// The Pod's QoS class depends on CPU and memory only; KubeVirt also
 	// asks compute for ephemeral storage and devices.
 	req, lim := compute.Resources.Requests, compute.Resources.Limits
@@ -61,24 +58,17 @@ func (s *scenario) kvDedicated(ctx context.Context) error {
 		lim.Cpu().MilliValue() == 1000 && req.Cpu().Cmp(*lim.Cpu()) == 0 && !lim.Memory().IsZero() && req.Memory().Cmp(*lim.Memory()) == 0,
 		"requests %v, limits %v", req, lim)
 	want := s.sidecars["smbios-watchdog"].Resources.Guaranteed
-	var r corev1.ResourceRequirements
-	if i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "smbios-watchdog" }); i >= 0 {
-		r = pod.Spec.InitContainers[i].Resources
-	}
+	r := namedContainer(pod.Spec.InitContainers, "smbios-watchdog").Resources
 	s.Check(fmt.Sprintf("smbios-watchdog's sidecar, injected into KubeVirt's Pod: requests equal to limits, %s (its description's Guaranteed resources)", resourceText(want)),
 		len(want) > 0 && sameResources(r.Requests, r.Limits) && sameResources(r.Limits, want),
 		"requests %s, limits %s", resourceText(r.Requests), resourceText(r.Limits))
-	var p corev1.Pod
-	if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
-		return err
-	}
-	s.Check("the launcher Pod read back from the API server is Guaranteed (status.qosClass)", p.Status.QOSClass == corev1.PodQOSGuaranteed,
-		"qosClass %q; containers %s", p.Status.QOSClass, containerResources(&p))
-	own, err := s.checkExclusiveCPU(ctx, node, &p)
+	s.Check("the launcher Pod read back from the API server is Guaranteed (status.qosClass)", pod.Status.QOSClass == corev1.PodQOSGuaranteed,
+		"qosClass %q; containers %s", pod.Status.QOSClass, containerResources(pod))
+	own, err := s.checkExclusiveCPU(ctx, node, pod)
 	if err != nil {
 		return err
 	}
-	d, state, err := s.kvDomain(ctx, &p, vmi)
+	d, state, err := s.kvDomain(ctx, pod, vmi)
 	if err != nil {
 		return err
 	}
@@ -94,7 +84,7 @@ func (s *scenario) kvDedicated(ctx context.Context) error {
 	s.Check("virsh dumpxml: cel-tuning's title and smbios-watchdog's SMBIOS strings and watchdog",
 		d.Title == "VM "+vmi.Namespace+"/"+vmi.Name && smbiosEntry(d, "product") == "Edge-1" && watchdogAction(d) == "poweroff",
 		"title %q, product %q, watchdog action %q", d.Title, smbiosEntry(d, "product"), watchdogAction(d))
-	g, err := s.kvGuest(ctx, &p)
+	g, err := s.kvGuest(ctx, pod)
 	if !s.Check("the test guest booted on its dedicated CPU and reported on its serial console", err == nil, "%s", errText(err)) {
 		return errCheckFailed
 	}
@@ -105,7 +95,7 @@ func (s *scenario) kvDedicated(ctx context.Context) error {
 	if _, err := s.kubectl(ctx, "", "-n", vmNamespace, "delete", "vm", dedicatedVMName, "--wait=false"); err != nil {
 		return err
 	}
-	err = s.waitPodGone(ctx, &p, 2*time.Minute)
+	err = s.waitPodGone(ctx, pod, 2*time.Minute)
 	s.Check("deleted, its launcher Pod and exclusive CPU released", err == nil, "%s", errText(err))
 	return nil
 }
