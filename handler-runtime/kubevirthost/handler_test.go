@@ -26,6 +26,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	kvplugin "kubevirt.io/api/plugin/v1alpha1"
 
+	"github.com/kubevirt-plugins/framework/api/handover"
 	"github.com/kubevirt-plugins/framework/api/hookcounts"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/dispatch"
@@ -182,11 +183,11 @@ func TestLauncherPluginsHandsOverThePluginsWithLauncherHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list pluginv1alpha1.PluginList
-	if err := json.Unmarshal(data, &list); err != nil {
+	got, err := handover.Decode(data)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Items) != 1 || list.Items[0].Name != "cel-tuning" {
+	if len(got) != 1 || got[0].Name != "cel-tuning" {
 		t.Fatalf("handed over %s", data)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/kubevirt-plugins/framework/api/celenv"
+	"github.com/kubevirt-plugins/framework/api/handover"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/handler-runtime/internal/requirement"
 	"github.com/kubevirt-plugins/framework/handler-runtime/store"
@@ -31,8 +32,10 @@ var _ PluginSource = (*store.Store)(nil)
 
 // LauncherPlugins is what one launcher is handed.
 type LauncherPlugins struct {
-	// Data is a JSON PluginList of the Plugins with launcher hooks, sorted
-	// by name, each with only what the launcher runs: its name, its
+	// Data is the handover (api/handover: a JSON array, each Plugin under
+	// "plugin", which a launcher of KubeVirt's alpha-1 Plugins reads as
+	// Plugins with nothing to run) of the Plugins with launcher hooks,
+	// sorted by name, each with only what the launcher runs: its name, its
 	// metadata.generation, its spec, and the checked forms of its CEL
 	// expressions in the annotation pluginv1alpha1.CheckedCELAnnotation
 	// (see EncodeChecked). Status, resourceVersion, labels, the stored
@@ -134,10 +137,7 @@ func Encode(plugins []*pluginv1alpha1.Plugin) (LauncherPlugins, error) {
 // that does not compile gets none; the launcher compiles its text and
 // reports the problem. A nil env adds none.
 func EncodeChecked(plugins []*pluginv1alpha1.Plugin, env *celenv.Env) (LauncherPlugins, error) {
-	list := pluginv1alpha1.PluginList{
-		TypeMeta: metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "PluginList"},
-		Items:    []pluginv1alpha1.Plugin{},
-	}
+	var items []pluginv1alpha1.Plugin
 	byName := func(a, b *pluginv1alpha1.Plugin) int { return strings.Compare(a.Name, b.Name) }
 	for _, p := range slices.SortedFunc(slices.Values(plugins), byName) {
 		if len(p.Spec.LauncherHooks) == 0 {
@@ -154,15 +154,15 @@ func EncodeChecked(plugins []*pluginv1alpha1.Plugin, env *celenv.Env) (LauncherP
 			}
 		}
 		// The spec is shared with the snapshot; marshaling only reads it.
-		list.Items = append(list.Items, pluginv1alpha1.Plugin{
+		items = append(items, pluginv1alpha1.Plugin{
 			TypeMeta:   metav1.TypeMeta{APIVersion: pluginv1alpha1.GroupVersion.String(), Kind: "Plugin"},
 			ObjectMeta: meta,
 			Spec:       p.Spec,
 		})
 	}
-	data, err := json.Marshal(&list)
+	data, err := handover.Encode(items)
 	if err != nil {
-		return LauncherPlugins{}, fmt.Errorf("encoding plugins: %w", err)
+		return LauncherPlugins{}, err
 	}
 	sum := sha256.Sum256(data)
 	return LauncherPlugins{Data: data, Generation: hex.EncodeToString(sum[:])}, nil
@@ -202,11 +202,8 @@ func checkedSet(p *pluginv1alpha1.Plugin, env *celenv.Env) (string, error) {
 	return string(data), err
 }
 
-// Decode reads Data back into Plugins, for the launcher side.
+// Decode reads Data back into Plugins, for the launcher side
+// (handover.Decode).
 func Decode(data []byte) ([]pluginv1alpha1.Plugin, error) {
-	var list pluginv1alpha1.PluginList
-	if err := json.Unmarshal(data, &list); err != nil {
-		return nil, fmt.Errorf("decoding launcher plugins: %w", err)
-	}
-	return list.Items, nil
+	return handover.Decode(data)
 }

@@ -33,7 +33,6 @@ package kubevirthost
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -43,8 +42,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/kubevirt-plugins/framework/api/handover"
 	"github.com/kubevirt-plugins/framework/api/hookresult"
-	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
 	hooksv1alpha1 "github.com/kubevirt-plugins/framework/protos/hooks/v1alpha1"
 )
@@ -103,26 +102,22 @@ func New(opts Options) *Launcher {
 	return l
 }
 
-// SetPlugins takes the Plugins virt-handler handed over. The same data
-// as the last accepted keeps the pipeline and its sidecar connections;
-// other data builds a new one. Empty data means no Plugin.
+// SetPlugins takes the Plugins virt-handler handed over, in the format of
+// api/handover. The same data as the last accepted keeps the pipeline and
+// its sidecar connections; other data builds a new one. Empty data means
+// no Plugin.
 func (l *Launcher) SetPlugins(data []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if bytes.Equal(data, l.data) {
 		return nil
 	}
-	var plugins []pluginv1alpha1.Plugin
-	if len(bytes.TrimSpace(data)) > 0 {
-		var list pluginv1alpha1.PluginList
-		if err := json.Unmarshal(data, &list); err != nil {
-			return fmt.Errorf("reading the Plugins virt-handler handed over: %w", err)
-		}
-		plugins = list.Items
+	plugins, err := handover.Decode(data)
+	if err != nil {
+		return err
 	}
 	var p *pipeline.Pipeline
 	if len(plugins) > 0 {
-		var err error
 		if p, err = pipeline.New(plugins, l.opts.Pipeline); err != nil {
 			return fmt.Errorf("building the launcher hook pipeline: %w", err)
 		}

@@ -3,7 +3,6 @@
 package kubevirthost_test
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/kubevirt-plugins/framework/api/handover"
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/kubevirthost"
 	"github.com/kubevirt-plugins/framework/launcher-runtime/pipeline"
@@ -30,7 +30,7 @@ func vmi() *kubevirtv1.VirtualMachineInstance {
 
 func handed(t *testing.T, plugins ...pluginv1alpha1.Plugin) []byte {
 	t.Helper()
-	data, err := json.Marshal(pluginv1alpha1.PluginList{Items: plugins})
+	data, err := handover.Encode(plugins)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,13 +131,15 @@ func TestSetPluginsWithTheSameDataKeepsThePipeline(t *testing.T) {
 	}
 }
 
-func TestSetPluginsRefusesDataThatIsNotAPluginList(t *testing.T) {
+func TestSetPluginsRefusesDataThatIsNotAHandover(t *testing.T) {
 	l := kubevirthost.New(kubevirthost.Options{})
 	if err := l.SetPlugins(handed(t, celPlugin("a", `Domain{CPU: DomainCPU{Mode: "custom"}}`))); err != nil {
 		t.Fatal(err)
 	}
-	err := l.SetPlugins([]byte(`{"items": 3}`))
-	if err == nil || !strings.Contains(err.Error(), "reading the Plugins virt-handler handed over") {
+	// What an alpha-1 virt-handler hands over: Plugins without the
+	// envelope.
+	err := l.SetPlugins([]byte(`[{"metadata": {"name": "old"}, "spec": {"domainHooks": []}}]`))
+	if err == nil || !strings.Contains(err.Error(), "element 0 holds no") {
 		t.Fatalf("error = %v", err)
 	}
 	// The Plugins held before stay.
