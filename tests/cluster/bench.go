@@ -64,13 +64,17 @@ func RunBench(ctx context.Context, opts BenchOptions) (*transcript.Result, *Benc
 	if err != nil {
 		return &transcript.Result{Err: err}, nil
 	}
-	s := &scenario{Runner: r, env: &env{root: root, log: opts.Log}, keep: opts.Keep || opts.Reuse}
+	s := &scenario{Runner: r, env: &env{root: root, log: opts.Log}, keep: opts.Keep || opts.Reuse, standins: true}
 	b := &bench{scenario: s, opts: opts, figures: &BenchFigures{Boots: map[string][]bootSample{}}}
 	var steps []transcript.Step
 	if opts.Reuse {
 		steps = append(steps, transcript.Step{Title: "The kind cluster an earlier run kept", Run: b.reuse})
 	} else {
-		steps = append(steps, s.steps()[:3]...)
+		steps = append(steps,
+			transcript.Step{Title: "A kind cluster of three nodes from the node image built here, with the stand-ins' images", Run: s.startCluster},
+			transcript.Step{Title: "kubectl apply -k deploy/ and deploy/sidecar-injector into the restricted namespace kubevirt", Run: s.deploy},
+			transcript.Step{Title: "The samples applied with kubectl apply -k for the injection path, and the virt-handler stand-in", Run: s.applySamples},
+		)
 	}
 	steps = append(steps, transcript.Step{Title: "Benchmark setup: a second CEL plugin, the Python sample, the handler looking every 100 ms", Run: b.setup})
 	steps = append(steps, transcript.Step{Title: fmt.Sprintf("Boot latency: %d rounds of one boot of each case, one after another on the first worker", opts.Boots), Run: b.boots})

@@ -12,9 +12,10 @@ import (
 )
 
 // TestClusterScenario runs the real-cluster scenario: a kind cluster built
-// here, deploy/ and the samples applied with kubectl, a VM booted,
-// relabelled, migrated between the workers and stopped through the
-// stand-ins, and the faults. It needs Docker and minutes of a 2-core
+// here, KubeVirt v1.9.0 as released with a VM on it, moved to the patched
+// build under the VM, deploy/ and the samples applied with kubectl, then
+// VMs booted, relabelled, migrated between the workers and stopped through
+// KubeVirt, and the faults. It needs Docker and minutes of a 2-core
 // machine, so it runs when KVP_CLUSTER is set, as hack/test.sh does.
 func TestClusterScenario(t *testing.T) {
 	if os.Getenv("KVP_CLUSTER") == "" {

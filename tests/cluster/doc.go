@@ -4,18 +4,23 @@
 // cluster of three nodes (a control plane, two workers) whose node image
 // is built on the machine (hack/kind), with every Pod run by a kubelet.
 //
-// It applies deploy/ and the samples as a cluster admin would, with
-// kubectl built from the same Kubernetes module; creates a VM's launcher
-// Pods as KubeVirt would, so that the samples' sidecars are injected (by
-// their MutatingAdmissionPolicies where the API server serves them, by the
-// plugin-controller's webhook otherwise; KVP_INJECTION=policy|webhook
-// chooses); and takes the VM through its life (boot, a template label
-// change, a live migration between the workers, stop) with the stand-ins
-// of virt-handler and virt-launcher (tests/cluster/standin) linking the
-// framework's runtimes. It then breaks things the cluster must survive:
-// the plugin-controller leader Pod, a node-hook-recorder Pod and a sidecar
-// container; and boots a dedicated-CPU VM, whose Guaranteed launcher Pod
-// must stay Guaranteed with its sidecars.
+// It builds KubeVirt v1.9.0 twice from its released module, as released
+// and with kubevirt/patches (the framework inside virt-launcher and
+// virt-handler), deploys the release by its own virt-operator, starts a VM
+// on it and moves the cluster to the patched build as an admin upgrades
+// KubeVirt: the VM live-migrates onto a patched launcher without a
+// restart. It then applies deploy/ and the samples as a cluster admin
+// would, with kubectl built from the same Kubernetes module (the samples'
+// sidecars injected by their MutatingAdmissionPolicies where the API
+// server serves them, by the plugin-controller's webhook otherwise;
+// KVP_INJECTION=policy|webhook chooses), and takes VMs through their life
+// with KubeVirt's own objects: boot, a template label change, live
+// migrations, stop, a dedicated CPU, hooks that fail, and faults that fire
+// the alerts of deploy/monitoring in a real Prometheus. Pristine runs the
+// same checks on the unpatched build.
+//
+// The stand-ins of virt-handler and virt-launcher (tests/cluster/standin)
+// remain for the node benchmark (RunBench) only.
 //
 // Run backs both `make demo` (cmd/cluster-demo) and TestClusterScenario,
 // which runs when KVP_CLUSTER is set (hack/test.sh sets it).

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,9 +50,14 @@ type env struct {
 // script runs a repository script, its output to the log, and returns its
 // standard output.
 func (e *env) script(ctx context.Context, name string, args ...string) (string, error) {
+	return e.scriptWith(ctx, nil, name, args...)
+}
+
+// scriptWith is script with more variables in its environment.
+func (e *env) scriptWith(ctx context.Context, vars []string, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(e.root, name), args...)
 	cmd.Dir = e.root
-	cmd.Env = append(os.Environ(), e.scriptEnv...)
+	cmd.Env = slices.Concat(os.Environ(), e.scriptEnv, vars)
 	var out bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&out, e.log)
 	cmd.Stderr = e.log
@@ -112,6 +118,18 @@ func (e *env) connect() error {
 // kubectl runs kubectl on the cluster and returns its standard output; a
 // failure carries its standard error.
 func (e *env) kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
+	out, _, err := e.kubectlRun(ctx, stdin, args...)
+	return out, err
+}
+
+// kubectlCombined runs kubectl without input and returns its standard
+// output followed by its standard error (where its warnings go).
+func (e *env) kubectlCombined(ctx context.Context, args ...string) (string, error) {
+	out, errOut, err := e.kubectlRun(ctx, "", args...)
+	return out + errOut, err
+}
+
+func (e *env) kubectlRun(ctx context.Context, stdin string, args ...string) (string, string, error) {
 	cmd := exec.CommandContext(ctx, e.kubectlBin, append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
 	cmd.Dir = e.root
 	if stdin != "" {
@@ -120,11 +138,10 @@ func (e *env) kubectl(ctx context.Context, stdin string, args ...string) (string
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	fmt.Fprintf(e.log, "$ kubectl %s\n", strings.Join(args, " "))
-	err := cmd.Run()
-	if err != nil {
-		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	if err := cmd.Run(); err != nil {
+		return out.String(), errb.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
-	return out.String(), nil
+	return out.String(), errb.String(), nil
 }
 
 // onNode runs a command in a node's container (the node's own root).

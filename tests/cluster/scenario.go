@@ -4,7 +4,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -24,15 +23,10 @@ type Options struct {
 	Log io.Writer
 	// Keep leaves the cluster running at the end (for a look around).
 	Keep bool
-	// Only narrows the scenario: "kubevirt" runs the cluster's set-up and
-	// the phase on KubeVirt itself, without the steps on the stand-ins.
-	// Default: every step.
-	Only string
-	// Pristine runs the phase on KubeVirt itself with KubeVirt v1.9.0
-	// built without the framework's patches (the build patches only), and
+	// Pristine runs the scenario on KubeVirt v1.9.0 built without the
+	// framework's patches (the build patches only), deployed at once, and
 	// every step after failed checks too: the run that shows which of the
-	// phase's checks need the framework inside KubeVirt (docs/kubevirt.md).
-	// It implies Only "kubevirt".
+	// checks need the framework inside KubeVirt (docs/kubevirt.md).
 	Pristine bool
 }
 
@@ -52,23 +46,11 @@ func Run(ctx context.Context, opts Options) *transcript.Result {
 		return &transcript.Result{Err: err}
 	}
 	s := &scenario{Runner: r, env: &env{root: root, log: opts.Log}, keep: opts.Keep, pristine: opts.Pristine}
-	steps := s.steps()
-	only := opts.Only
 	if opts.Pristine {
 		r.KeepGoing = true
-		// Its operator does not deploy beside deploy/'s Plugin CRD: a
-		// shorter wait to see that (pristineOperator).
-		s.scriptEnv = []string{"KVP_KUBEVIRT_PRISTINE=1", "KVP_KUBEVIRT_TIMEOUT=420"}
-		only = "kubevirt"
+		s.scriptEnv = []string{"KVP_KUBEVIRT_PRISTINE=1"}
 	}
-	switch only {
-	case "":
-	case "kubevirt":
-		steps = slices.Concat(steps[:3], s.kubevirtSteps())
-	default:
-		return &transcript.Result{Err: fmt.Errorf("option Only %q: want \"kubevirt\" or nothing", opts.Only)}
-	}
-	return r.Run(ctx, steps)
+	return r.Run(ctx, s.steps())
 }
 
 type scenario struct {
@@ -77,37 +59,50 @@ type scenario struct {
 	keep bool
 	// pristine: KubeVirt without the framework (Options.Pristine).
 	pristine bool
+	// standins: the cluster is set up for the stand-ins of virt-handler
+	// and virt-launcher (tests/cluster/standin), on which the benchmark
+	// still runs, instead of KubeVirt.
+	standins bool
 
 	workers []string
-	vm      *vmState
 	// injection is how the samples' sidecars are injected on this
 	// cluster, sidecars what each sample's sidecar.yaml describes.
 	injection injection
 	sidecars  map[string]*sidecarinjection.Sidecar
-	// kv is the phase on KubeVirt itself.
+	// kv is what the steps on KubeVirt carry from one to the next.
 	kv *kubevirtState
 }
 
+// steps: a cluster, KubeVirt v1.9.0 as released with a VM on it, moved to
+// the patched build as an admin upgrades KubeVirt, the framework's deploy/
+// and the samples on top, then the VM's life and the faults through
+// KubeVirt. Pristine deploys the unpatched build at once and runs the same
+// checks on it.
 func (s *scenario) steps() []transcript.Step {
-	return append(s.standinSteps(), s.kubevirtSteps()...)
-}
-
-// standinSteps set the cluster up and take a VM through its life on the
-// stand-ins of virt-handler and virt-launcher (tests/cluster/standin).
-func (s *scenario) standinSteps() []transcript.Step {
-	return []transcript.Step{
+	setup := []transcript.Step{
 		{Title: "A kind cluster of three nodes from the node image built here", Run: s.startCluster},
-		{Title: "kubectl apply -k deploy/ and deploy/sidecar-injector into the restricted namespace kubevirt", Run: s.deploy},
-		{Title: "The samples applied with kubectl apply -k for the injection path, and the virt-handler stand-in", Run: s.applySamples},
-		{Title: "A VM's launcher Pod: its sidecars are injected as native sidecars, the kubelet runs them, the VM boots", Run: s.bootVM},
-		{Title: "A template label change reaches the running launcher Pod in place", Run: s.syncLabel},
-		{Title: "The plugin-controller leader Pod is deleted mid-run", Run: s.killLeader},
-		{Title: "Live migration to the other worker, tuned by migration-tuner", Run: s.migrate},
-		{Title: "A node-hook-recorder Pod restarts; the next node hook reaches the new one", Run: s.restartRecorder},
-		{Title: "Stopping the VM: the target launcher Pod completes", Run: s.stopVM},
-		{Title: "Node hooks from each node's handler reached that node's recorder, in order", Run: s.nodeHooks},
-		{Title: "A sidecar container is killed: the kubelet restarts it, the next boot waits for it", Run: s.killSidecar},
+		{Title: "KubeVirt v1.9.0 built as released and with kubevirt/patches, its images made from Debian packages", Run: s.buildKubeVirt},
 	}
+	framework := []transcript.Step{
+		{Title: "kubectl apply -k deploy/ and deploy/sidecar-injector into KubeVirt's namespace", Run: s.deploy},
+		{Title: "The samples applied with kubectl apply -k for the injection path", Run: s.applySamples},
+	}
+	var install []transcript.Step
+	if s.pristine {
+		setup[1].Title = "KubeVirt v1.9.0 built without the framework's patches, its images made from Debian packages"
+		install = slices.Concat([]transcript.Step{
+			{Title: "KubeVirt deployed by its own virt-operator", Run: s.deployKubeVirt},
+		}, framework)
+	} else {
+		install = slices.Concat([]transcript.Step{
+			{Title: "KubeVirt v1.9.0 as released, deployed by its own virt-operator, runs a VM", Run: s.kvRelease},
+			{Title: "KubeVirt moved to the patched build as an admin upgrades it: the build's operator manifest, the CR's imageTag; the VM live-migrates onto a patched launcher, never restarted", Run: s.kvUpgrade},
+		}, framework, []transcript.Step{
+			{Title: "The migrated VM under the framework: the patched virt-handler delivers its node hooks, to a recorder Pod that restarted; its Plugins apply at its next start", Run: s.kvUpgradedVM},
+			{Title: "The plugin-controller leader Pod is deleted mid-run", Run: s.killLeader},
+		})
+	}
+	return slices.Concat(setup, install, s.kubevirtSteps())
 }
 
 var errCheckFailed = transcript.ErrCheckFailed

@@ -7,12 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
@@ -127,39 +125,6 @@ func (s *scenario) deploymentReady(ctx context.Context, name string) bool {
 	return ready == 2
 }
 
-// restartRecorder deletes the recorder Pod on the VM's node: the
-// DaemonSet makes a new one, and the next node hook (OnVMStop) reaches it.
-func (s *scenario) restartRecorder(ctx context.Context) error {
-	node := s.workers[1]
-	old, err := s.recorderPod(ctx, node)
-	if err != nil {
-		return err
-	}
-	if err := s.c.Delete(ctx, old); err != nil {
-		return err
-	}
-	var fresh *corev1.Pod
-	err = poll(ctx, "a new recorder Pod on "+node, 2*time.Minute, func() (bool, string, error) {
-		p, err := s.recorderPod(ctx, node)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, c := range p.Status.ContainerStatuses {
-			if p.UID != old.UID && c.Ready && c.State.Running != nil {
-				fresh = p
-				return true, "", nil
-			}
-		}
-		return false, "not ready", nil
-	})
-	if !s.Check("the DaemonSet replaced the deleted recorder Pod on "+node, err == nil, "%s", errText(err)) {
-		return errCheckFailed
-	}
-	s.vm.recorderRestart = fresh.Status.ContainerStatuses[0].State.Running.StartedAt.Time
-	s.Show(fmt.Sprintf("new recorder Pod %s started at %s", fresh.Name, s.vm.recorderRestart.Format(time.RFC3339)))
-	return nil
-}
-
 func (s *scenario) recorderPod(ctx context.Context, node string) (*corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := s.c.List(ctx, &pods, client.InNamespace(recorderNamespace)); err != nil {
@@ -191,100 +156,4 @@ func (s *scenario) events(ctx context.Context, node, uid string) ([]recorder.Eve
 		}
 	}
 	return evs, nil
-}
-
-func (s *scenario) nodeHooks(ctx context.Context) error {
-	uid := string(s.vm.vmi.UID)
-	want := map[string][]string{
-		s.workers[0]: {"PreVMStart", "PostVMStart", "PreMigrationSource"},
-		s.workers[1]: {"PreMigrationTarget", "PostMigrationTarget", "OnVMStop", "PostVMStop"},
-	}
-	for _, node := range s.workers {
-		evs, err := s.events(ctx, node, uid)
-		if err != nil {
-			return err
-		}
-		var got []string
-		right := true
-		for _, e := range evs {
-			got = append(got, e.HookPoint)
-			right = right && e.Node == node
-		}
-		s.Check("the recorder on "+node+" got "+strings.Join(want[node], ", ")+" from the handler on "+node,
-			slices.Equal(got, want[node]) && right, "got %v", got)
-		if node == s.workers[1] {
-			var stopAt time.Time
-			for _, e := range evs {
-				if e.HookPoint == string(pluginv1alpha1.OnVMStop) {
-					stopAt = e.Time
-				}
-			}
-			s.Check("OnVMStop reached the recorder Pod started after the restart", !stopAt.IsZero() && !stopAt.Before(s.vm.recorderRestart),
-				"OnVMStop at %s, recorder restarted at %s", stopAt.Format(time.RFC3339Nano), s.vm.recorderRestart.Format(time.RFC3339))
-		}
-	}
-	return nil
-}
-
-// killSidecar boots a second VM whose smbios-watchdog sidecar is killed
-// (SIGKILL through the node's containerd) just before its boot: the kubelet
-// restarts it and the launcher's GuestDefinition waits for its socket.
-func (s *scenario) killSidecar(ctx context.Context) error {
-	node := s.workers[0]
-	_, vmi, pod, err := s.createVM(ctx, newVM("demo-vm-2", "0b7d5c2e-8f1a-4e3b-9c6d-2a4f8e1b7c90"), node)
-	if err != nil {
-		return err
-	}
-	var id string
-	for _, st := range pod.Status.InitContainerStatuses {
-		if st.Name == "smbios-watchdog" {
-			id = containerID(st)
-		}
-	}
-	if id == "" {
-		return fmt.Errorf("launcher Pod %s has no running smbios-watchdog container", pod.Name)
-	}
-	if _, err := s.onNode(ctx, node, "ctr", "--namespace=k8s.io", "task", "kill", "--signal", "SIGKILL", id); err != nil {
-		return err
-	}
-	s.Show("smbios-watchdog's container killed; the VMI is scheduled at once")
-	if err := s.schedule(ctx, vmi, pod); err != nil {
-		return err
-	}
-	err = s.waitVMI(ctx, vmi, "the second VM to run", func(v *kubevirtv1.VirtualMachineInstance) bool { return v.Status.Phase == kubevirtv1.Running })
-	if !s.Check("the second VM booted", err == nil, "%s", errText(err)) {
-		s.dumpPods(ctx, vmNamespace)
-		return errCheckFailed
-	}
-	// The boot needed the restarted sidecar's answer, but the kubelet
-	// reports the restart in the Pod's status on its own schedule, which
-	// can come after the boot (seen once on 1.34: restarts 0 just after
-	// the VM ran).
-	var p corev1.Pod
-	var restarted int32
-	err = poll(ctx, "the kubelet to report the sidecar's restart", time.Minute, func() (bool, string, error) {
-		if err := s.c.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
-			return false, err.Error(), nil
-		}
-		for _, st := range p.Status.InitContainerStatuses {
-			if st.Name == "smbios-watchdog" {
-				restarted = st.RestartCount
-			}
-		}
-		return restarted >= 1, fmt.Sprintf("restarts %d", restarted), nil
-	})
-	s.Check("the kubelet restarted the killed sidecar in place", err == nil && p.UID == pod.UID, "restarts %d%s", restarted, errSuffix(err))
-	d, state, err := s.domain(ctx, &p, vmi)
-	if err != nil {
-		return err
-	}
-	s.Check("the boot waited for the restarted sidecar: its change is in the running domain", state == "running" &&
-		smbiosEntry(d, "manufacturer") == "Example" && watchdogAction(d) == "reset",
-		"state %s, manufacturer %q, watchdog %q", state, smbiosEntry(d, "manufacturer"), watchdogAction(d))
-	if err := s.c.Delete(ctx, vmi); err != nil {
-		return err
-	}
-	err = s.waitCompleted(ctx, &p)
-	s.Check("stopped again, its Pod completed", err == nil, "%s", errText(err))
-	return nil
 }

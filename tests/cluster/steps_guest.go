@@ -4,7 +4,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -58,31 +57,6 @@ func printed(r guest.Report, keys ...string) string {
 	return "the guest printed: " + strings.Join(out, "; ")
 }
 
-// checkGuest checks, from inside the test guest the launcher booted, what
-// each plugin changed: the guest's own view of its SMBIOS strings, its
-// watchdog device, its vCPUs and the network configuration it reads from
-// the NoCloud disk.
-func (s *scenario) checkGuest(ctx context.Context, pod *corev1.Pod) (guest.Report, error) {
-	start := time.Now()
-	r, err := s.waitGuest(ctx, pod, "the test guest's report", func(r guest.Report) (bool, string) {
-		return r.Ready && len(r.Ticks) > 0, fmt.Sprintf("%d report lines so far", len(r.Lines))
-	})
-	if !s.Check("the test guest booted in the launcher Pod and reported what it sees", err == nil,
-		"after %s%s", time.Since(start).Round(100*time.Millisecond), errSuffix(err)) {
-		return r, errCheckFailed
-	}
-	if t, ok := r.LastTick(); ok {
-		s.Show(fmt.Sprintf("guest boot id %s, up %.1f s (guest time) at tick %d", r.BootID, t.Uptime, t.N))
-	}
-	for _, c := range guestChecks {
-		s.Check("in the guest: "+c.name, c.ok(r), "%s", printed(r, c.keys...))
-	}
-	if len(r.Errors) > 0 {
-		s.Show("the guest complained: " + strings.Join(r.Errors, "; "))
-	}
-	return r, nil
-}
-
 // guestChecks are what the guest of a VM with every sample plugin sees of
 // each plugin's change.
 var guestChecks = []struct {
@@ -114,35 +88,6 @@ func guestMisses(r guest.Report) []string {
 		}
 	}
 	return out
-}
-
-// checkGuestMigrated checks, from inside the guest, that the live migration
-// kept it running: on the target it goes on with the boot id it had on the
-// source and its counter continues (no second boot report), its watchdog
-// still there; libvirt's downtime is reported. before is the source's
-// report read just before the migration began, took the migration's time.
-func (s *scenario) checkGuestMigrated(ctx context.Context, target *corev1.Pod, before guest.Report, took time.Duration) {
-	last, _ := before.LastTick()
-	after, err := s.waitGuest(ctx, target, "the guest's ticks on the target", func(r guest.Report) (bool, string) {
-		return len(r.Ticks) >= 2, fmt.Sprintf("%d ticks on the target", len(r.Ticks))
-	})
-	if !s.Check("the guest ticks on in the target Pod", err == nil, "%s", errText(err)) {
-		return
-	}
-	first := after.Ticks[0]
-	// The counter can have gone on by at most the wall time between the
-	// source's read and the first tick on the target.
-	s.Check("in the guest: the same boot goes on on the target (boot id kept, counter continued, no second boot report)",
-		first.BootID == before.BootID && !after.Ready && first.N > last.N && float64(first.N-last.N) <= took.Seconds()+5,
-		"source: boot id %s, tick %d read before the migration; target: boot id %s, first tick %d, %d ticks, boot report again: %v",
-		before.BootID, last.N, first.BootID, first.N, len(after.Ticks), after.Ready)
-	s.Check("in the guest: the watchdog is still there after the migration", first.Watchdog, "%s", printed(after, "tick="+fmt.Sprint(first.N)))
-	info, err := s.kubectl(ctx, "", "-n", target.Namespace, "exec", target.Name, "-c", "compute", "--",
-		"virsh", "-c", "qemu:///system", "domjobinfo", "--completed", s.vm.vmi.Namespace+"_"+s.vm.vmi.Name)
-	if err == nil {
-		s.Show(fmt.Sprintf("migration %s; libvirt on the target: %s, %s", took.Round(100*time.Millisecond),
-			jobField(info, "Total downtime"), jobField(info, "Data processed")))
-	}
 }
 
 // jobField is one "Name: value" line of virsh domjobinfo, "Name: ?" when

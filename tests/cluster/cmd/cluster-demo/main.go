@@ -3,7 +3,7 @@
 // Command cluster-demo runs the real-cluster scenario (tests/cluster) with
 // its transcript on standard output: `make demo` runs it (hack/demo.sh).
 //
-//	cluster-demo [-log FILE] [-keep] [-only kubevirt] [-pristine]
+//	cluster-demo [-log FILE] [-keep] [-pristine]
 package main
 
 import (
@@ -21,7 +21,6 @@ import (
 func main() {
 	logPath := flag.String("log", "", "write the scripts', kubectl's and the components' output to this file")
 	keep := flag.Bool("keep", false, "leave the cluster running at the end")
-	only := flag.String("only", "", `"kubevirt": set the cluster up and run only the phase on KubeVirt itself`)
 	pristine := flag.Bool("pristine", false, "run the phase on KubeVirt itself on v1.9.0 without the framework's patches, every step, to see which checks need them")
 	flag.Parse()
 	log := io.Discard
@@ -37,7 +36,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res := cluster.Run(ctx, cluster.Options{Out: os.Stdout, Log: log, Keep: *keep, Only: *only, Pristine: *pristine})
+	res := cluster.Run(ctx, cluster.Options{Out: os.Stdout, Log: log, Keep: *keep, Pristine: *pristine})
 	if !res.Passed() {
 		os.Exit(1)
 	}
