@@ -118,18 +118,6 @@ func (e *env) connect() error {
 // kubectl runs kubectl on the cluster and returns its standard output; a
 // failure carries its standard error.
 func (e *env) kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
-	out, _, err := e.kubectlRun(ctx, stdin, args...)
-	return out, err
-}
-
-// kubectlCombined runs kubectl without input and returns its standard
-// output followed by its standard error (where its warnings go).
-func (e *env) kubectlCombined(ctx context.Context, args ...string) (string, error) {
-	out, errOut, err := e.kubectlRun(ctx, "", args...)
-	return out + errOut, err
-}
-
-func (e *env) kubectlRun(ctx context.Context, stdin string, args ...string) (string, string, error) {
 	cmd := exec.CommandContext(ctx, e.kubectlBin, append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
 	cmd.Dir = e.root
 	if stdin != "" {
@@ -138,10 +126,11 @@ func (e *env) kubectlRun(ctx context.Context, stdin string, args ...string) (str
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	fmt.Fprintf(e.log, "$ kubectl %s\n", strings.Join(args, " "))
-	if err := cmd.Run(); err != nil {
-		return out.String(), errb.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
-	return out.String(), errb.String(), nil
+	return out.String(), nil
 }
 
 // onNode runs a command in a node's container (the node's own root).
