@@ -219,7 +219,7 @@ func (s *scenario) checkRestricted(ctx context.Context) error {
 		pod.Namespace, pod.GenerateName = restrictedCheckNamespace, name+"-"
 		// The ServiceAccount is kubevirt's; the check is about the Pod's
 		// security, which does not depend on it.
-		pod.Spec.ServiceAccountName = ""
+		pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "", ""
 		err := s.c.Create(ctx, pod, client.DryRunAll)
 		s.Check(name+"'s Pod is admitted where the restricted Pod Security level is enforced (server-side dry run)", err == nil, "%s", errText(err))
 		escalating := pod.DeepCopy()
