@@ -334,17 +334,8 @@ func (b *kvBench) timeToRunning(ctx context.Context, name string, start time.Tim
 // format.
 func seriesSum(text, name string) float64 {
 	var sum float64
-	for line := range strings.Lines(text) {
-		rest, ok := strings.CutPrefix(line, name+"{")
-		if !ok {
-			continue
-		}
-		if _, value, ok := strings.Cut(rest, "} "); ok {
-			var f float64
-			if _, err := fmt.Sscan(strings.TrimSpace(value), &f); err == nil {
-				sum += f
-			}
-		}
+	for _, v := range seriesOf(text, name) {
+		sum += v
 	}
 	return sum
 }
@@ -380,12 +371,8 @@ func (b *kvBench) recordHandlers(ctx context.Context, build string) {
 // NoCloud disk (cloudinit-network's PreBoot rewrites it), every case
 // alike.
 func benchVM(name, tag string, labels map[string]string) string {
-	var l strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		fmt.Fprintf(&l, "        %s: %q\n", k, labels[k])
-	}
-	if l.Len() == 0 {
-		l.WriteString("        bench.example.com/case: none\n")
+	if len(labels) == 0 {
+		labels = map[string]string{"bench.example.com/case": "none"}
 	}
 	return `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
@@ -397,7 +384,7 @@ spec:
   template:
     metadata:
       labels:
-` + l.String() + `    spec:
+` + templateLabelLines(labels) + `    spec:
       terminationGracePeriodSeconds: 0
       domain:
         firmware:

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -668,27 +669,37 @@ func (s *scenario) handlerMetrics(ctx context.Context, node string) (string, err
 // seriesValue finds the value of the series of name with labels (and
 // maybe others) in Prometheus's text format; 0 when there is none.
 func seriesValue(text, name string, labels map[string]string) float64 {
-	for line := range strings.Lines(text) {
-		rest, ok := strings.CutPrefix(line, name+"{")
-		if !ok {
-			continue
-		}
-		set, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
+	for set, value := range seriesOf(text, name) {
 		all := true
 		for k, v := range labels {
 			all = all && strings.Contains(","+set+",", fmt.Sprintf(",%s=%q,", k, v))
 		}
 		if all {
-			var f float64
-			if _, err := fmt.Sscan(strings.TrimSpace(value), &f); err == nil {
-				return f
-			}
+			return value
 		}
 	}
 	return 0
+}
+
+// seriesOf yields the label set and value of each series of name in
+// Prometheus's text format.
+func seriesOf(text, name string) iter.Seq2[string, float64] {
+	return func(yield func(string, float64) bool) {
+		for line := range strings.Lines(text) {
+			rest, ok := strings.CutPrefix(line, name+"{")
+			if !ok {
+				continue
+			}
+			set, value, ok := strings.Cut(rest, "} ")
+			if !ok {
+				continue
+			}
+			var f float64
+			if _, err := fmt.Sscan(strings.TrimSpace(value), &f); err == nil && !yield(set, f) {
+				return
+			}
+		}
+	}
 }
 
 // hookPoints lists the hook points of evs, "!" marking one that came from
@@ -856,11 +867,6 @@ spec:
 // fails to mount a kernel-boot image again on a sync retried after a
 // failed one: "container-disks: file exists".)
 func bareVM(name string, labels map[string]string) string {
-	keys := slices.Sorted(maps.Keys(labels))
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "        %s: %q\n", k, labels[k])
-	}
 	return `apiVersion: kubevirt.io/v1
 kind: VirtualMachine
 metadata:
@@ -871,7 +877,7 @@ spec:
   template:
     metadata:
       labels:
-` + b.String() + `    spec:
+` + templateLabelLines(labels) + `    spec:
       terminationGracePeriodSeconds: 0
       domain:
         devices:
@@ -880,6 +886,16 @@ spec:
           requests:
             memory: 64Mi
 `
+}
+
+// templateLabelLines are labels as the lines of a VM template's
+// metadata.labels, sorted by key.
+func templateLabelLines(labels map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		fmt.Fprintf(&b, "        %s: %q\n", k, labels[k])
+	}
+	return b.String()
 }
 
 // neverUpVM is a VM labelled for never-up and cel-tuning.

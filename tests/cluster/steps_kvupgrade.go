@@ -74,9 +74,7 @@ func (s *scenario) kvRelease(ctx context.Context) error {
 	}
 	image := containerImage(pod, "compute")
 	s.Check("its launcher Pod runs the release's virt-launcher", image == "localhost/kubevirt/virt-launcher:"+tag, "compute runs %q", image)
-	r, err := s.kvWaitGuest(ctx, pod, "the guest's boot report and ticks", func(r guest.Report) (bool, string) {
-		return r.Ready && len(r.Ticks) > 0, fmt.Sprintf("%d report lines so far", len(r.Lines))
-	})
+	r, err := s.kvGuest(ctx, pod)
 	if !s.Check("the guest booted and ticks", err == nil && r.BootID != "", "boot id %q, %d ticks%s", r.BootID, len(r.Ticks), errSuffix(err)) {
 		return errCheckFailed
 	}
@@ -236,13 +234,12 @@ func (s *scenario) kvUpgradedVM(ctx context.Context) error {
 		return err
 	}
 	s.Show("$ kubectl patch vm " + upgradeVM + " runStrategy Always")
-	var v *kubevirtv1.VirtualMachineInstance
+	v := &kubevirtv1.VirtualMachineInstance{}
 	err = poll(ctx, "a new VMI to run", 6*time.Minute, func() (bool, string, error) {
-		var err error
-		if v, err = s.waitVMIRunning(ctx, upgradeVM); err != nil {
-			return false, "", err
+		if err := s.c.Get(ctx, client.ObjectKey{Namespace: vmNamespace, Name: upgradeVM}, v); err != nil {
+			return false, err.Error(), nil
 		}
-		return v.UID != vmi.UID, "the old VMI", nil
+		return v.UID != vmi.UID && v.Status.Phase == kubevirtv1.Running, fmt.Sprintf("VMI %s %s", v.UID, v.Status.Phase), nil
 	})
 	if !s.Check("the VM started again: a new VMI runs", err == nil, "%s", errText(err)) {
 		s.dumpPods(ctx, vmNamespace)
