@@ -6,7 +6,7 @@ SHELL := /bin/bash
 GENERATE_TARGETS :=
 -include */Makefile.inc
 
-.PHONY: help setup generate verify test bench bench-node images demo release
+.PHONY: help setup generate verify test bench bench-kubevirt images demo release
 
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,8 +27,8 @@ test: setup ## Run every module's tests, the integration tests on a real API ser
 bench: setup ## Run the Go benchmarks reported in docs/benchmarks.md.
 	@hack/bench.sh
 
-bench-node: setup ## Measure boot latency, sidecar memory and ten VMs at once on a kind cluster (docs/benchmarks.md, "On the kubelet").
-	@hack/bench-node.sh
+bench-kubevirt: setup ## Boot VMs on KubeVirt v1.9.0 as released (alpha-1 CEL hook) and patched (the framework) on one kind cluster (docs/benchmarks-kubevirt.md).
+	@hack/bench-kubevirt.sh
 
 images: setup ## Build one image per component (controllers and samples) with the local Docker engine.
 	@hack/images.sh

@@ -284,4 +284,10 @@ for f in "${work}"/time-base-*; do
   printf '%-18s %-52s %10s %-7s %ss\n' "base ${f##*time-base-}" "$b" \
     "$(docker image inspect --format '{{.Size}}' "$b" | awk '{printf "%.1f MB", $1 / 1000000}')" built "$(cat "$f")"
 done
+# Keep the four newest tags of each image (a patched and a release build,
+# for two checkouts); older builds only fill the disk.
+for repo in "${REGISTRY}"/virt-{operator,api,controller,exportproxy,handler,launcher} "$GUEST_REPO"; do
+  docker images --format '{{.Repository}}:{{.Tag}}' "$repo" | grep -vxF "${repo}:${tag}" | tail -n +4 |
+    xargs -r docker rmi >/dev/null 2>&1 || true
+done
 log "KubeVirt ${KUBEVIRT_VERSION} images tagged ${tag} in $((SECONDS - start))s"

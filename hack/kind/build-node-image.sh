@@ -159,7 +159,7 @@ offline_images() {
 }
 
 main() {
-  local kind tgz imgs rootfs base node ctx
+  local kind tgz imgs rootfs base node ctx tmp
   command -v docker >/dev/null && docker info >/dev/null 2>&1 || "${ROOT}/hack/setup-docker.sh"
   kind=$(kind_bin)
   tgz=$(k8s_bits "$version")
@@ -175,8 +175,15 @@ main() {
   dbuild -t "$base" "$ctx"
   rm -rf "$ctx"
   log "kind build node-image ${node}"
-  PATH="${HERE}/bin:${PATH}" "$kind" build node-image --type file --base-image "$base" --image "$node" "$tgz" >&2
+  # kind unpacks the release archive under TMPDIR and leaves it there
+  # (1.2 GB a build): give it a directory of its own and remove it.
+  tmp=$(mktemp -d)
+  TMPDIR="$tmp" PATH="${HERE}/bin:${PATH}" "$kind" build node-image --type file --base-image "$base" --image "$node" "$tgz" >&2
+  rm -rf "$tmp"
   docker rmi "$base" >/dev/null
+  # Earlier node images of this version are of no further use.
+  docker images --format '{{.Repository}}:{{.Tag}}' "kvp-kind-node" | grep -F ":${version}-" | grep -vxF "$node" |
+    xargs -r docker rmi >/dev/null 2>&1 || true
   echo "$node"
 }
 

@@ -3,7 +3,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +20,7 @@ import (
 	"github.com/kubevirt-plugins/framework/tests/framework/gobuild"
 )
 
-// What the bench reads on a node: the container runtime's own times of a
+// What the benchmark reads on a node: the container runtime's own times of a
 // Pod's sandbox and containers (from the CRI, in nanoseconds), each container's
 // memory from its cgroup, the node's CPU time, and the kubelet's summary.
 
@@ -42,15 +41,6 @@ type podTimes struct {
 	Compute  containerTimes
 }
 
-func (p podTimes) sidecarNames() []string {
-	var out []string
-	for _, c := range p.Sidecars {
-		out = append(out, c.Name)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // containerID is the runtime's ID in a container status.
 func containerID(st corev1.ContainerStatus) string {
 	_, id, _ := strings.Cut(st.ContainerID, "://")
@@ -62,12 +52,12 @@ func containerID(st corev1.ContainerStatus) string {
 const criTimes = "/usr/local/bin/kvp-cri-times"
 
 // installCRITimes builds cmd/cri-times and copies it onto the workers.
-func (b *bench) installCRITimes(ctx context.Context) error {
-	out := filepath.Join(b.root, "bin", "cri-times")
+func (s *scenario) installCRITimes(ctx context.Context) error {
+	out := filepath.Join(s.root, "bin", "cri-times")
 	if err := gobuild.Static("tests", "./cluster/cmd/cri-times", out); err != nil {
 		return err
 	}
-	for _, w := range b.workers {
+	for _, w := range s.workers {
 		cmd := exec.CommandContext(ctx, "docker", "cp", out, w+":"+criTimes)
 		if o, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("docker cp %s %s:%s: %w: %s", out, w, criTimes, err, o)
@@ -78,8 +68,8 @@ func (b *bench) installCRITimes(ctx context.Context) error {
 
 // podTimes reads the runtime's times of pod, which has started all its
 // containers.
-func (b *bench) podTimes(ctx context.Context, pod *corev1.Pod) (*podTimes, error) {
-	raw, err := b.onNode(ctx, pod.Spec.NodeName, criTimes, string(pod.UID))
+func (s *scenario) podTimes(ctx context.Context, pod *corev1.Pod) (*podTimes, error) {
+	raw, err := s.onNode(ctx, pod.Spec.NodeName, criTimes, string(pod.UID))
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +85,14 @@ func (b *bench) podTimes(ctx context.Context, pod *corev1.Pod) (*podTimes, error
 		byID[c.ID] = c
 	}
 	pt := &podTimes{Sandbox: t.Sandbox}
+	sidecar := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		sidecar[c.Name] = c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+	}
 	for _, st := range pod.Status.InitContainerStatuses {
+		if !sidecar[st.Name] {
+			continue
+		}
 		c, ok := byID[containerID(st)]
 		if !ok {
 			return nil, fmt.Errorf("launcher Pod %s: the runtime has no container %s (%s)", pod.Name, st.Name, containerID(st))
@@ -114,118 +111,10 @@ func (b *bench) podTimes(ctx context.Context, pod *corev1.Pod) (*podTimes, error
 	return pt, nil
 }
 
-// memStat is a cgroup's memory in bytes: its usage, its peak, and the
-// lines of memory.stat read here.
-type memStat struct {
-	Current, Peak                        int64
-	Anon, File, ActiveFile, InactiveFile int64
-	// Gone is set when the container's cgroup is no more (it ended).
-	Gone bool
-}
-
-// WorkingSet is the kubelet's working set: usage less the inactive file
-// pages, which the kernel takes back first.
-func (m memStat) WorkingSet() int64 { return max(m.Current-m.InactiveFile, 0) }
-
-// cgroupMemory reads the memory of the containers ids on node, each from
-// the cgroup the runtime made for it, on cgroup v1 (the memory
-// controller's hierarchy: memory.usage_in_bytes, memory.max_usage_in_bytes,
-// rss and cache in memory.stat) or v2 (memory.current, memory.peak, anon
-// and file). The script prints, per container, a header line, the version,
-// the usage, the peak (-1 where the kernel has none) and memory.stat.
-func (b *bench) cgroupMemory(ctx context.Context, node string, ids []string) (map[string]memStat, error) {
-	return b.readCgroups(ctx, node, ids, false)
-}
-
-// cgroupMemoryOrGone is cgroupMemory where a container whose cgroup is
-// gone (it ended) is read as Gone instead of failing the read.
-func (b *bench) cgroupMemoryOrGone(ctx context.Context, node string, ids []string) (map[string]memStat, error) {
-	return b.readCgroups(ctx, node, ids, true)
-}
-
-func (b *bench) readCgroups(ctx context.Context, node string, ids []string, goneOK bool) (map[string]memStat, error) {
-	script := `if [ -d /sys/fs/cgroup/memory ]; then
-  v=1 base=/sys/fs/cgroup/memory cur=memory.usage_in_bytes peak=memory.max_usage_in_bytes
-else
-  v=2 base=/sys/fs/cgroup cur=memory.current peak=memory.peak
-fi
-for id in "$@"; do
-  d=$(find "$base" -type d -name "*${id}*" -print -quit)
-  if [ -z "$d" ]; then
-    [ -n "$KVP_GONE_OK" ] || { echo "no cgroup for $id under $base" >&2; exit 1; }
-    echo "== $id"; echo "gone 1"; continue
-  fi
-  echo "== $id"
-  echo "version $v"
-  echo "current $(cat "$d/$cur")"
-  echo "peak $(cat "$d/$peak" 2>/dev/null || echo -1)"
-  cat "$d/memory.stat"
-done`
-	env := "KVP_GONE_OK="
-	if goneOK {
-		env += "1"
-	}
-	out, err := b.onNode(ctx, node, append([]string{"env", env, "sh", "-c", script, "sh"}, ids...)...)
-	if err != nil {
-		return nil, err
-	}
-	return parseCgroupMemory(out)
-}
-
-func parseCgroupMemory(out string) (map[string]memStat, error) {
-	stats := map[string]memStat{}
-	var id string
-	var m memStat
-	v1 := false
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 2 && f[0] == "==" {
-			if id != "" {
-				stats[id] = m
-			}
-			id, m, v1 = f[1], memStat{}, false
-			continue
-		}
-		if len(f) != 2 || id == "" {
-			continue
-		}
-		v, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("cgroup of %s: %q: %w", id, sc.Text(), err)
-		}
-		switch key := f[0]; {
-		case key == "version":
-			v1 = v == 1
-		case key == "gone":
-			m.Gone = v == 1
-		case key == "current":
-			m.Current = v
-		case key == "peak":
-			m.Peak = v
-		case key == "anon" && !v1, key == "rss" && v1:
-			m.Anon = v
-		case key == "file" && !v1, key == "cache" && v1:
-			m.File = v
-		case key == "active_file":
-			m.ActiveFile = v
-		case key == "inactive_file":
-			m.InactiveFile = v
-		}
-	}
-	if id != "" {
-		stats[id] = m
-	}
-	if len(stats) == 0 {
-		return nil, fmt.Errorf("no cgroup read in %q", out)
-	}
-	return stats, nil
-}
-
 // nodeCPU is the CPU time all of node's processes have used: the node
 // container's cgroup, read on this machine (cgroup v1's cpuacct.usage or
 // v2's cpu.stat).
-func (b *bench) nodeCPU(ctx context.Context, node string) (time.Duration, error) {
+func nodeCPU(ctx context.Context, node string) (time.Duration, error) {
 	out, err := exec.CommandContext(ctx, "docker", "inspect", "-f", "{{.Id}}", node).Output()
 	if err != nil {
 		return 0, fmt.Errorf("docker inspect %s: %w", node, err)
@@ -299,8 +188,8 @@ func machineBusy() (time.Duration, error) {
 
 // kubeletWorkingSets reads the kubelet's summary of node: each container's
 // working set, by "<pod>/<container>".
-func (b *bench) kubeletWorkingSets(ctx context.Context, node string) (map[string]int64, error) {
-	raw, err := b.kubectl(ctx, "", "get", "--raw", "/api/v1/nodes/"+node+"/proxy/stats/summary")
+func (s *scenario) kubeletWorkingSets(ctx context.Context, node string) (map[string]int64, error) {
+	raw, err := s.kubectl(ctx, "", "get", "--raw", "/api/v1/nodes/"+node+"/proxy/stats/summary")
 	if err != nil {
 		return nil, err
 	}

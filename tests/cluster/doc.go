@@ -19,8 +19,9 @@
 // the alerts of deploy/monitoring in a real Prometheus. Pristine runs the
 // same checks on the unpatched build.
 //
-// The stand-ins of virt-handler and virt-launcher (tests/cluster/standin)
-// remain for the node benchmark (RunBench) only.
+// RunKubeVirtBench (cmd/kubevirt-bench, `make bench-kubevirt`) boots VMs
+// on the same kind of cluster to measure the framework against KubeVirt's
+// own alpha-1 Plugins.
 //
 // Run backs both `make demo` (cmd/cluster-demo) and TestClusterScenario,
 // which runs when KVP_CLUSTER is set (hack/test.sh sets it).

@@ -5,6 +5,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	"github.com/kubevirt-plugins/framework/api/sidecarinjection"
 )
 
@@ -126,10 +127,28 @@ func (e *env) sampleSidecars() (map[string]*sidecarinjection.Sidecar, error) {
 // probePod is a launcher Pod labelled for every sample's sidecar, created
 // with a server-side dry run: admission runs in full, nothing is stored.
 func probePod() *corev1.Pod {
-	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: vmNamespace, Name: "injection-probe", Labels: templateLabels()}}
-	pod := newLauncherPod(vmi, "dry-run", "")
-	pod.OwnerReferences, pod.Finalizers, pod.Spec.NodeSelector = nil, nil, nil
-	return pod
+	return dryRunLauncherPod("injection-probe", templateLabels())
+}
+
+// dryRunLauncherPod is a Pod shaped as KubeVirt's virt-launcher Pods are
+// where the injection looks (the label kubevirt.io=virt-launcher, the
+// plugin sockets volume mounted in compute), for a server-side dry run
+// only: its image is never pulled.
+func dryRunLauncherPod(name string, labels map[string]string) *corev1.Pod {
+	l := map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": name}
+	maps.Copy(l, labels)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: vmNamespace, Name: "virt-launcher-" + name + "-dry-run", Labels: l},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: new(bool),
+			Containers: []corev1.Container{{
+				Name: "compute", Image: "virt-launcher:dry-run-only",
+				VolumeMounts: []corev1.VolumeMount{{Name: pluginv1alpha1.SocketsVolumeName, MountPath: pluginv1alpha1.SocketsRoot}},
+			}},
+			Volumes: []corev1.Volume{{Name: pluginv1alpha1.SocketsVolumeName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
 }
 
 // nativeSidecars lists the Pod's restartable init containers, sorted.
@@ -216,9 +235,7 @@ data:
 // probeInjected creates, with a server-side dry run, a launcher Pod asking
 // for the probe sidecar alone, and tells whether the webhook added it.
 func (s *scenario) probeInjected(ctx context.Context) (bool, error) {
-	vmi := &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: vmNamespace, Name: "injector-probe", Labels: map[string]string{probeLabel: ""}}}
-	pod := newLauncherPod(vmi, "dry-run", "")
-	pod.OwnerReferences, pod.Finalizers, pod.Spec.NodeSelector = nil, nil, nil
+	pod := dryRunLauncherPod("injector-probe", map[string]string{probeLabel: ""})
 	if err := s.c.Create(ctx, pod, client.DryRunAll); err != nil {
 		return false, err
 	}

@@ -59,10 +59,6 @@ type scenario struct {
 	keep bool
 	// pristine: KubeVirt without the framework (Options.Pristine).
 	pristine bool
-	// standins: the cluster is set up for the stand-ins of virt-handler
-	// and virt-launcher (tests/cluster/standin), on which the benchmark
-	// still runs, instead of KubeVirt.
-	standins bool
 
 	workers []string
 	// injection is how the samples' sidecars are injected on this

@@ -30,8 +30,7 @@ import (
 )
 
 // The phase on KubeVirt itself: v1.9.0 built with kubevirt/patches,
-// deployed by its own virt-operator once the stand-ins are gone, and a VM a
-// user creates with kubectl, run by KubeVirt's virt-controller,
+// deployed by its own virt-operator, and a VM a user creates with kubectl, run by KubeVirt's virt-controller,
 // virt-handler and virt-launcher with the framework inside.
 
 const (
@@ -363,10 +362,10 @@ func (s *scenario) waitKubeVirtDeployed(ctx context.Context) error {
 }
 
 // kubevirtCELPlugin is cel-tuning for KubeVirt's domain: the title names
-// the VM, the description says who set it. (The benchmark's version, for the stand-ins,
-// also sets two vCPUs with a topology, which KubeVirt's domain, sized for
-// CPU hotplug with its <vcpus> list, refuses; enabling a second entry of
-// that list instead reached the guest, but see docs/kubevirt.md.)
+// the VM, the description says who set it. (Two vCPUs with a topology,
+// which the project's libvirtd tests set, KubeVirt's domain, sized for CPU
+// hotplug with its <vcpus> list, refuses; enabling a second entry of that
+// list instead reached the guest, but see docs/kubevirt.md.)
 const kubevirtCELPlugin = `apiVersion: plugin.kubevirt.io/v1alpha1
 kind: Plugin
 metadata:
@@ -495,7 +494,7 @@ func (s *scenario) kvBootVM(ctx context.Context) error {
 	if !s.Check("the test guest booted and reported on its serial console (kubectl logs -c guest-console-log)", err == nil, "%s", errText(err)) {
 		return errCheckFailed
 	}
-	for _, c := range guestChecks[:2] {
+	for _, c := range guestChecks {
 		s.Check("in the guest: "+c.name, c.ok(r), "%s", printed(r, c.keys...))
 	}
 	addr, err := s.multusAddress(ctx, pod, vmNamespace+"/"+redNetwork)

@@ -5,7 +5,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -23,32 +22,19 @@ import (
 const (
 	kubevirtNamespace = "kubevirt"
 	recorderNamespace = "kubevirt-plugins-node-hooks"
-	standinNamespace  = "kubevirt-plugins-standin"
 	// restrictedCheckNamespace enforces the restricted Pod Security level,
 	// for checkRestricted.
 	restrictedCheckNamespace = "kvp-restricted-check"
 	controllerLease          = "plugin-controller.plugin.kubevirt.io"
 	labelSyncerLease         = "label-syncer.kubevirt-plugins.io"
-	restrictedNamespace      = `apiVersion: v1
-kind: Namespace
-metadata:
-  name: kubevirt
-  labels:
-    pod-security.kubernetes.io/enforce: restricted
-    pod-security.kubernetes.io/warn: restricted
-`
 )
 
-// images are built here and loaded into the workers; standinImages too
-// for the benchmark on the stand-ins.
-var (
-	images = []string{
-		"kubevirt-plugins/plugin-controller:dev", "kubevirt-plugins/label-syncer:dev",
-		"kvp-cloudinit-network:latest", "kvp-migration-tuner:latest", "kvp-smbios-watchdog:latest",
-		"kvp-node-hook-recorder:latest",
-	}
-	standinImages = []string{"kvp-standin-virt-handler:latest", launcherImage}
-)
+// images are built here and loaded into the workers.
+var images = []string{
+	"kubevirt-plugins/plugin-controller:dev", "kubevirt-plugins/label-syncer:dev",
+	"kvp-cloudinit-network:latest", "kvp-migration-tuner:latest", "kvp-smbios-watchdog:latest",
+	"kvp-node-hook-recorder:latest",
+}
 
 func (s *scenario) startCluster(ctx context.Context) error {
 	s.Show("building the images of the controllers and samples (hack/images.sh)")
@@ -56,17 +42,9 @@ func (s *scenario) startCluster(ctx context.Context) error {
 		"migration-tuner", "smbios-watchdog", "node-hook-recorder"); err != nil {
 		return err
 	}
-	load := images
-	if s.standins {
-		s.Show("building the images of the stand-ins (hack/kind/standin-images.sh)")
-		if _, err := s.script(ctx, "hack/kind/standin-images.sh"); err != nil {
-			return err
-		}
-		load = slices.Concat(images, standinImages)
-	}
 	s.Show("building the node image once per Kubernetes version (cached), creating the cluster, loading the images (hack/kind/cluster.sh up)")
 	start := time.Now()
-	if _, err := s.script(ctx, "hack/kind/cluster.sh", append([]string{"up"}, load...)...); err != nil {
+	if _, err := s.script(ctx, "hack/kind/cluster.sh", append([]string{"up"}, images...)...); err != nil {
 		return err
 	}
 	took := time.Since(start).Round(time.Second)
@@ -118,16 +96,6 @@ func (s *scenario) startCluster(ctx context.Context) error {
 }
 
 func (s *scenario) deploy(ctx context.Context) error {
-	if s.standins {
-		if _, err := s.kubectl(ctx, restrictedNamespace, "apply", "-f", "-"); err != nil {
-			return err
-		}
-		s.Show("namespace kubevirt labelled pod-security.kubernetes.io/enforce=restricted")
-		if _, err := s.kubectl(ctx, "", "apply", "-f", filepath.Join("tests", "crds", "kubevirt")); err != nil {
-			return err
-		}
-		s.Show("KubeVirt's VirtualMachine and VirtualMachineInstance CRDs applied (KubeVirt itself is not installed)")
-	}
 	for _, dir := range []string{"deploy/", "deploy/label-syncer"} {
 		out, err := s.kubectl(ctx, "", "apply", "-k", dir)
 		if err != nil {
@@ -314,23 +282,11 @@ func (s *scenario) applySamples(ctx context.Context) error {
 		}
 		s.Show("$ kubectl apply -k " + dir + "\n" + indent(out))
 	}
-	cel := kubevirtCELPlugin
-	if s.standins {
-		cel = celPluginYAML
-	}
-	if _, err := s.kubectl(ctx, cel, "apply", "-f", "-"); err != nil {
+	if _, err := s.kubectl(ctx, kubevirtCELPlugin, "apply", "-f", "-"); err != nil {
 		return err
 	}
 	s.Show("plugin cel-tuning applied (a GuestDefinition CEL hook)")
 	daemonSets := []client.ObjectKey{{Namespace: recorderNamespace, Name: "node-hook-recorder"}}
-	if s.standins {
-		out, err := s.kubectl(ctx, "", "apply", "-f", "tests/cluster/manifests/virt-handler.yaml")
-		if err != nil {
-			return err
-		}
-		s.Show("$ kubectl apply -f tests/cluster/manifests/virt-handler.yaml\n" + indent(out))
-		daemonSets = append(daemonSets, client.ObjectKey{Namespace: standinNamespace, Name: "virt-handler"})
-	}
 	want := append(slices.Clone(samples), "node-hook-recorder", "cel-tuning")
 	err = poll(ctx, "the Plugins to be Ready", 2*time.Minute, func() (bool, string, error) {
 		var notReady []string

@@ -7,7 +7,7 @@
 // (tests/cluster.RunKubeVirtBench). `make bench-kubevirt` runs it;
 // docs/benchmarks-kubevirt.md reports its figures.
 //
-//	kubevirt-bench [-boots N] [-report FILE] [-log FILE] [-keep]
+//	kubevirt-bench [-boots N] [-density N] [-report FILE] [-log FILE] [-keep]
 package main
 
 import (
@@ -24,6 +24,7 @@ import (
 
 func main() {
 	boots := flag.Int("boots", 10, "boots of each case, the cases of a build in turn")
+	density := flag.Int("density", 10, "VMs booted at once on one worker")
 	reportPath := flag.String("report", "", "also write the figures, as Markdown, to this file")
 	logPath := flag.String("log", "", "write the scripts', kubectl's and the components' output to this file")
 	keep := flag.Bool("keep", false, "leave the cluster running at the end")
@@ -42,7 +43,7 @@ func main() {
 		defer f.Close()
 		report = io.MultiWriter(os.Stdout, f)
 	}
-	res := cluster.RunKubeVirtBench(ctx, cluster.KubeVirtBenchOptions{Out: os.Stdout, Log: logw, Report: report, Boots: *boots, Keep: *keep})
+	res := cluster.RunKubeVirtBench(ctx, cluster.KubeVirtBenchOptions{Out: os.Stdout, Log: logw, Report: report, Boots: *boots, Density: *density, Keep: *keep})
 	if !res.Passed() {
 		os.Exit(1)
 	}
