@@ -5,6 +5,10 @@
 # modules listed in hack/images/guest/modules and hack/images/guest/init.
 # Prints the directory holding vmlinuz and initrd.img; it is named after a
 # hash of the inputs and the kernel's version, so a built guest is reused.
+# With --disk it also holds disk.img: a disk that a BIOS boots, through
+# SYSLINUX on a FAT file system, into the same kernel and initramfs with
+# kvp.console=login (the init then offers a console to log in on, as
+# KubeVirt's e2e tests expect of their guest).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -15,7 +19,29 @@ kpkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/ {print
 bbver=$(apt-cache policy busybox-static | awk '/Candidate:/ {print $2}')
 tag=$( (cat "$0" "$ctx"/*; echo "$kpkg $bbver") | sha256sum | cut -c1-12)
 out="${BIN}/guest/${tag}"
+disk=0
+[ "${1:-}" != --disk ] || disk=1
+
+# disk_image: ${out}/disk.img from the built kernel and initramfs. The FAT
+# file system fills the disk from its first sector (no partition table):
+# SeaBIOS runs that sector, where syslinux puts its boot code.
+disk_image() {
+  [ -f "${out}/disk.img" ] && return
+  apt_install dosfstools mtools syslinux syslinux-common
+  local tmp
+  tmp=$(mktemp -d /tmp/kvp-guest-disk.XXXXXX)
+  truncate -s 64M "${tmp}/disk.img"
+  mkfs.vfat -i 4b565031 -n KVPGUEST "${tmp}/disk.img" >/dev/null
+  printf 'DEFAULT guest\nPROMPT 0\nTIMEOUT 0\nLABEL guest\n  KERNEL /vmlinuz\n  INITRD /initrd.img\n  APPEND console=ttyS0 kvp.console=login quiet panic=-1\n' >"${tmp}/syslinux.cfg"
+  cp "${out}/vmlinuz" "${out}/initrd.img" "$tmp/"
+  MTOOLS_SKIP_CHECK=1 mcopy -i "${tmp}/disk.img" "${tmp}/syslinux.cfg" "${tmp}/vmlinuz" "${tmp}/initrd.img" ::/
+  syslinux --install "${tmp}/disk.img"
+  mv "${tmp}/disk.img" "${out}/disk.img"
+  rm -rf "$tmp"
+}
+
 if [ -f "${out}/vmlinuz" ] && [ -f "${out}/initrd.img" ]; then
+  [ "$disk" = 0 ] || disk_image
   echo "$out"
   exit 0
 fi
@@ -46,4 +72,5 @@ cp "$work"/kernel/boot/vmlinuz-* "${out}/vmlinuz.tmp"
 mv "${out}/initrd.img.tmp" "${out}/initrd.img"
 mv "${out}/vmlinuz.tmp" "${out}/vmlinuz"
 chmod 0644 "${out}/vmlinuz" "${out}/initrd.img"
+[ "$disk" = 0 ] || disk_image
 echo "$out"

@@ -66,7 +66,7 @@ type kubevirtState struct {
 }
 
 func (s *scenario) kubevirtSteps() []transcript.Step {
-	return []transcript.Step{
+	steps := []transcript.Step{
 		{Title: "plugins.plugin.kubevirt.io is the user guide's CRD, and stays so when virt-operator restarts and reconciles", Run: s.kvPluginCRD},
 		{Title: "A Prometheus from Debian's binary scrapes the components and evaluates deploy/monitoring's alerts", Run: s.promStart},
 		{Title: "A VM created with kubectl boots through KubeVirt with the samples' plugins", Run: s.kvBootVM},
@@ -80,6 +80,10 @@ func (s *scenario) kubevirtSteps() []transcript.Step {
 		{Title: "A VM no Plugin selects boots with the domain unpatched v1.9.0 defines", Run: s.kvNoPlugin},
 		{Title: "Six faults fire their alerts in Prometheus, the alerts resolve once the faults are repaired, and every dashboard query returns a series", Run: s.promFaults},
 	}
+	if os.Getenv(e2eEnv) == "1" && !s.pristine {
+		steps = append(steps, transcript.Step{Title: "KubeVirt's own Plugins e2e, in the guide's shape, with KubeVirt's test framework", Run: s.kvE2E})
+	}
+	return steps
 }
 
 func (s *scenario) buildKubeVirt(ctx context.Context) error {

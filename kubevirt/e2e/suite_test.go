@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// The suite that runs KubeVirt's Plugins e2e (tests/plugin_test.go of the
+// patched release) on its own: kubevirt/e2e.sh copies the two files into a
+// package of their own in the build tree, so that only what they import is
+// compiled, not the hundreds of files of KubeVirt's other functional tests.
+// It sets up and cleans up as KubeVirt's own suite does (tests/testsuite).
+package tests_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+
+	"kubevirt.io/kubevirt/tests/flags"
+	"kubevirt.io/kubevirt/tests/libkubevirt/config"
+	"kubevirt.io/kubevirt/tests/libnode"
+	"kubevirt.io/kubevirt/tests/testsuite"
+)
+
+func TestPlugins(t *testing.T) {
+	flags.NormalizeFlags()
+	testsuite.CalculateNamespaces()
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "KubeVirt Plugins e2e")
+}
+
+var _ = SynchronizedBeforeSuite(testsuite.SynchronizedBeforeTestSetup, testsuite.BeforeTestSuiteSetup)
+
+var _ = SynchronizedAfterSuite(testsuite.AfterTestSuiteCleanup, testsuite.SynchronizedAfterTestSuiteCleanup)
+
+// After each spec, what KubeVirt's suite does: the test namespaces emptied,
+// the nodes' test labels and taints removed, KubeVirt's configuration as
+// the suite found it, KubeVirt ready again.
+var _ = AfterEach(func() {
+	testsuite.CleanNamespaces()
+	libnode.CleanNodes()
+	config.UpdateKubeVirtConfigValueAndWait(testsuite.KubeVirtDefaultConfig)
+	testsuite.EnsureKubevirtReady()
+})
