@@ -11,7 +11,7 @@ import (
 )
 
 // e2eEnv set to 1 adds KubeVirt's own Plugins e2e to the scenario's
-// KubeVirt steps (kvE2E, about 25 minutes).
+// KubeVirt steps (kvE2E, about 30 minutes on a 2-core machine).
 const e2eEnv = "KVP_KUBEVIRT_E2E"
 
 // e2eSpecs is the number of specs of the release's Plugins e2e
