@@ -341,7 +341,7 @@ func (b *kvBench) bootOnce(ctx context.Context, c kvCase) (kvBoot, error) {
 	}
 	sample.seen = seen[0]
 	sample.running = sample.seen[kubevirtv1.Running]
-	vmi, pod, err := b.checkBenchVM(ctx, c, name)
+	vmi, pod, _, err := b.checkBenchVM(ctx, c, name)
 	if err != nil {
 		return kvBoot{}, err
 	}
@@ -375,28 +375,29 @@ func (b *kvBench) guestTag(c kvCase) string {
 }
 
 // checkBenchVM checks that the running domain of VM name has the change
-// case c asks for, and returns its VMI and launcher Pod.
-func (b *kvBench) checkBenchVM(ctx context.Context, c kvCase, name string) (*kubevirtv1.VirtualMachineInstance, *corev1.Pod, error) {
+// case c asks for, and returns its VMI, its launcher Pod and whether the
+// check passed.
+func (b *kvBench) checkBenchVM(ctx context.Context, c kvCase, name string) (*kubevirtv1.VirtualMachineInstance, *corev1.Pod, bool, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{}
 	if err := b.c.Get(ctx, client.ObjectKey{Namespace: vmNamespace, Name: name}, vmi); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	pod, err := b.launcherPodOf(ctx, vmi)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	d, _, err := b.kvDomain(ctx, pod, vmi)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	wantTitle := ""
 	if c.title {
 		wantTitle = "VM " + vmNamespace + "/" + name
 	}
-	b.Check(fmt.Sprintf("%s: %s got its change", c.name, name), d.Title == wantTitle &&
+	ok := b.Check(fmt.Sprintf("%s: %s got its change", c.name, name), d.Title == wantTitle &&
 		(!c.smbios || smbiosEntry(d, "manufacturer") == "Example" && watchdogAction(d) == "reset"),
 		"title %q (want %q), manufacturer %q, watchdog %q", d.Title, wantTitle, smbiosEntry(d, "manufacturer"), watchdogAction(d))
-	return vmi, pod, nil
+	return vmi, pod, ok, nil
 }
 
 // watchPhases reads the VMIs names every 100 ms until all are Running and
@@ -542,11 +543,7 @@ func (b *kvBench) density(ctx context.Context) error {
 		names[i] = fmt.Sprintf("bench-dense-%d", b.seq)
 		yaml.WriteString("---\n" + benchVM(names[i], b.kv.tag, node, c.labels))
 	}
-	cpu0, err := nodeCPU(ctx, node)
-	if err != nil {
-		return err
-	}
-	busy0, err := machineBusy()
+	cpu0, busy0, err := cpuTimes(ctx, node)
 	if err != nil {
 		return err
 	}
@@ -563,22 +560,18 @@ func (b *kvBench) density(ctx context.Context) error {
 	for _, s := range seen {
 		d.running = append(d.running, s[kubevirtv1.Running])
 	}
-	cpu1, err := nodeCPU(ctx, node)
-	if err != nil {
-		return err
-	}
-	busy1, err := machineBusy()
+	cpu1, busy1, err := cpuTimes(ctx, node)
 	if err != nil {
 		return err
 	}
 	d.nodeCPU, d.machine = cpu1-cpu0, busy1-busy0
 	var pods []*corev1.Pod
 	for _, name := range names {
-		vmi, pod, err := b.checkBenchVM(ctx, c, name)
+		vmi, pod, ok, err := b.checkBenchVM(ctx, c, name)
 		if err != nil {
 			return err
 		}
-		if vmi.Status.NodeName == node {
+		if ok && vmi.Status.NodeName == node {
 			d.domainsOK++
 		}
 		pods = append(pods, pod)
@@ -613,6 +606,15 @@ func (b *kvBench) density(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// cpuTimes reads node's CPU time so far and this machine's busy time.
+func cpuTimes(ctx context.Context, node string) (nodeTime, machine time.Duration, err error) {
+	if nodeTime, err = nodeCPU(ctx, node); err != nil {
+		return 0, 0, err
+	}
+	machine, err = machineBusy()
+	return nodeTime, machine, err
 }
 
 // benchVM is a VM booting the test guest of the images tagged tag (on
