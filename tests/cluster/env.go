@@ -115,9 +115,37 @@ func (e *env) connect() error {
 	return err
 }
 
+// webhookRetry is how long kubectl is tried again while the API server
+// cannot reach an admission webhook: a component that just became Ready
+// (virt-api after the KubeVirt CR is Deployed, the plugin-controller after
+// a restart) may not be behind its Service yet.
+const webhookRetry = 90 * time.Second
+
 // kubectl runs kubectl on the cluster and returns its standard output; a
-// failure carries its standard error.
+// failure carries its standard error. A request the API server could not
+// take to a webhook is made again, for up to webhookRetry; a webhook's
+// answer, a denial included, is returned as it is.
 func (e *env) kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
+	deadline := time.Now().Add(webhookRetry)
+	for {
+		out, errText, err := e.kubectlOnce(ctx, stdin, args...)
+		if err == nil {
+			return out, nil
+		}
+		err = fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errText)
+		if !webhookUnreachable(errText) || time.Now().After(deadline) {
+			return out, err
+		}
+		fmt.Fprintf(e.log, "webhook unreachable, trying again in 2s: %v\n", err)
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func (e *env) kubectlOnce(ctx context.Context, stdin string, args ...string) (string, string, error) {
 	cmd := exec.CommandContext(ctx, e.kubectlBin, append([]string{"--kubeconfig", e.kubeconfig}, args...)...)
 	cmd.Dir = e.root
 	if stdin != "" {
@@ -127,10 +155,21 @@ func (e *env) kubectl(ctx context.Context, stdin string, args ...string) (string
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	fmt.Fprintf(e.log, "$ kubectl %s\n", strings.Join(args, " "))
 	err := cmd.Run()
-	if err != nil {
-		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	return out.String(), strings.TrimSpace(errb.String()), err
+}
+
+// webhookUnreachable tells a failure to reach an admission webhook from
+// its answer.
+func webhookUnreachable(stderr string) bool {
+	if !strings.Contains(stderr, "failed calling webhook") {
+		return false
 	}
-	return out.String(), nil
+	for _, cause := range []string{"connection refused", "no endpoints available", "context deadline exceeded", "i/o timeout", "connection reset", "service unavailable"} {
+		if strings.Contains(stderr, cause) {
+			return true
+		}
+	}
+	return false
 }
 
 // onNode runs a command in a node's container (the node's own root).

@@ -203,6 +203,37 @@ func TestGuestReportsWhatItDoesNotGet(t *testing.T) {
 	}
 }
 
+// TestGuestPowersOffWhenItsPowerButtonIsPressed: libvirt's graceful
+// shutdown, which is what KubeVirt asks of a VM it stops, presses the ACPI
+// power button; the guest says so and the domain shuts off well before a
+// grace period would end (KubeVirt's default is 30 s), not killed.
+func TestGuestPowersOffWhenItsPowerButtonIsPressed(t *testing.T) {
+	n := startNode(t, shared(t), libvirtd.Options{})
+	d := libvirtd.DisklessDomain("power-button")
+	d.Features = &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}}
+	guest.Boot(d, guestDir, consoleLog)
+	dom := start(t, n, d)
+	n.waitFor(t, "the guest's report", booted)
+	pressed := time.Now()
+	if err := dom.ShutdownFlags(libvirt.DOMAIN_SHUTDOWN_ACPI_POWER_BTN); err != nil {
+		t.Fatalf("virDomainShutdownFlags(ACPI power button): %v", err)
+	}
+	poll.Until(t, "the domain to shut off", 20*time.Second, func() error {
+		state, _, err := dom.GetState()
+		if err != nil {
+			return err
+		}
+		if state != libvirt.DOMAIN_SHUTOFF {
+			return fmt.Errorf("domain state %d", state)
+		}
+		return nil
+	})
+	t.Logf("shut off %s after the button was pressed", time.Since(pressed).Round(100*time.Millisecond))
+	if r := guest.Parse(n.read(t)); !r.PowerButton {
+		t.Errorf("the guest did not report the button press: last lines %q", r.Lines[max(0, len(r.Lines)-3):])
+	}
+}
+
 // TestLiveMigrationKeepsTheGuestRunning: a guest migrated live between two
 // libvirtd containers goes on on the target with the same boot id, its
 // counter continuing where it stopped on the source (no reboot), with a gap

@@ -144,6 +144,9 @@ type Report struct {
 	CIData      bool
 	CIDataFiles map[string][]string
 	Ticks       []Tick
+	// PowerButton: the guest saw its ACPI power button pressed and is
+	// powering off.
+	PowerButton bool
 	// Errors are the guest's own complaints (a module that did not load).
 	Errors []string
 	// Lines are every report line, for messages.
@@ -187,6 +190,8 @@ func Parse(console string) Report {
 		case strings.HasPrefix(key, "cidata."):
 			f := strings.TrimPrefix(key, "cidata.")
 			r.CIDataFiles[f] = append(r.CIDataFiles[f], val)
+		case key == "power":
+			r.PowerButton = val == "button"
 		case key == "error":
 			r.Errors = append(r.Errors, val)
 		case key == "tick":
