@@ -103,10 +103,9 @@ type kvBench struct {
 // kvBoot is what one boot measured.
 type kvBoot struct {
 	// created is when the VM's create was sent, seen when the VMI was
-	// first seen in each phase, running when it was Running (since created).
+	// first seen in each phase (since created).
 	created time.Time
 	seen    map[kubevirtv1.VirtualMachineInstancePhase]time.Duration
-	running time.Duration
 	// pod are the runtime's times of the launcher Pod.
 	pod podTimes
 	// hooks is the framework's hook time the boot added to virt-handler's
@@ -146,7 +145,7 @@ func (k kvBoot) items() []kvItem {
 	}
 	add("to compute started", "kubelet: KubeVirt's init containers after the last native sidecar", k.pod.Compute.Started)
 	add("compute started to VMI Scheduled", "virt-launcher, virt-controller", at(kubevirtv1.Scheduled))
-	add("Scheduled to Running", "virt-handler, virt-launcher, libvirt; the hooks", k.created.Add(k.running))
+	add("Scheduled to Running", "virt-handler, virt-launcher, libvirt; the hooks", k.created.Add(k.running()))
 	return out
 }
 
@@ -306,10 +305,13 @@ func (b *kvBench) bootCases(cases []kvCase) func(context.Context) error {
 	}
 }
 
+// running is the boot's creation to Running.
+func (k kvBoot) running() time.Duration { return k.seen[kubevirtv1.Running] }
+
 func runningTimes(bs []kvBoot) []time.Duration {
 	var out []time.Duration
 	for _, s := range bs {
-		out = append(out, s.running)
+		out = append(out, s.running())
 	}
 	return out
 }
@@ -340,7 +342,6 @@ func (b *kvBench) bootOnce(ctx context.Context, c kvCase) (kvBoot, error) {
 		return kvBoot{}, err
 	}
 	sample.seen = seen[0]
-	sample.running = sample.seen[kubevirtv1.Running]
 	vmi, pod, _, err := b.checkBenchVM(ctx, c, name)
 	if err != nil {
 		return kvBoot{}, err

@@ -73,7 +73,7 @@ func (b *kvBench) write(w io.Writer) {
 			var shares []time.Duration // in parts per million, to reuse durStats
 			for _, s := range bs {
 				hs = append(hs, s.hooks)
-				shares = append(shares, time.Duration(float64(s.hooks)/float64(s.running)*1e6))
+				shares = append(shares, time.Duration(float64(s.hooks)/float64(s.running())*1e6))
 			}
 			hooks = durStats(hs).String()
 			sh := durStats(shares)

@@ -41,7 +41,6 @@ func sampleBoot() kvBoot {
 			kubevirtv1.Pending: 200 * time.Millisecond, kubevirtv1.Scheduling: 500 * time.Millisecond,
 			kubevirtv1.Scheduled: 9 * time.Second, kubevirtv1.Running: 14 * time.Second,
 		},
-		running: 14 * time.Second,
 		pod: podTimes{
 			Sandbox:  at(1500),
 			Sidecars: []containerTimes{{Name: "a", Created: at(1600), Started: at(2000)}, {Name: "b", Created: at(2100), Started: at(2600)}},
@@ -65,8 +64,8 @@ func TestBootItemsAddUpToCreationToRunning(t *testing.T) {
 		sum += it.took
 		names = append(names, it.name)
 	}
-	if sum != b.running {
-		t.Errorf("items add up to %s, want %s (%v)", sum, b.running, names)
+	if sum != b.running() {
+		t.Errorf("items add up to %s, want %s (%v)", sum, b.running(), names)
 	}
 	if got := b.items()[2]; got.name != "to the last native sidecar started" || got.took != 1100*time.Millisecond {
 		t.Errorf("the sidecars' item: %+v", got)
