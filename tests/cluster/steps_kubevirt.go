@@ -81,7 +81,7 @@ func (s *scenario) kubevirtSteps() []transcript.Step {
 		{Title: "Six faults fire their alerts in Prometheus, the alerts resolve once the faults are repaired, and every dashboard query returns a series", Run: s.promFaults},
 	}
 	if os.Getenv(e2eEnv) != "0" && !s.pristine {
-		steps = append(steps, transcript.Step{Title: "KubeVirt's own Plugins e2e, in the guide's shape, with KubeVirt's test framework", Run: s.kvE2E})
+		steps = append(steps, transcript.Step{Title: "KubeVirt's own Plugins e2e, in the guide's shape, with KubeVirt's test framework", Run: s.kvE2E, Timeout: e2eTimeout})
 	}
 	return steps
 }

@@ -15,6 +15,10 @@ import (
 // something else; make test and make demo run it.
 const e2eEnv = "KVP_KUBEVIRT_E2E"
 
+// e2eTimeout bounds the e2e step: its 18 specs took 24 to 28 minutes of a
+// 2-core machine, past the scenario's StepTimeout.
+const e2eTimeout = 45 * time.Minute
+
 // e2eSpecs is the number of specs of the release's Plugins e2e
 // (tests/plugin_test.go of v1.9.0, in the guide's shape since
 // kubevirt/patches/0004): a run that ran fewer has skipped some.

@@ -53,6 +53,9 @@ func (r *Result) Failed() []Check {
 type Step struct {
 	Title string
 	Run   func(ctx context.Context) error
+	// Timeout bounds this step instead of the Runner's StepTimeout, for a
+	// step known to be long; zero keeps StepTimeout.
+	Timeout time.Duration
 }
 
 // ErrCheckFailed ends a step whose later work depends on a check that
@@ -164,7 +167,11 @@ func (r *Runner) step(ctx context.Context, st Step) error {
 	r.current = st.Title
 	r.Printf("\n== Step %d: %s\n", r.n, st.Title)
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, r.StepTimeout)
+	timeout := r.StepTimeout
+	if st.Timeout > 0 {
+		timeout = st.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"testing"
+	"time"
 )
 
 // played runs three steps, the first failing with err, and lists the ones
@@ -44,5 +45,32 @@ func TestKeepGoingStillEndsTheRunOnAnotherError(t *testing.T) {
 	ran, res := played(t, true, errors.New("the cluster is gone"))
 	if !slices.Equal(ran, []string{"one"}) || res.Err == nil {
 		t.Fatalf("ran %v, err %v; want only the first step and its error", ran, res.Err)
+	}
+}
+
+// TestAStepsOwnTimeoutReplacesTheRunners: a step with its own Timeout
+// gets that long, one without gets StepTimeout.
+func TestAStepsOwnTimeoutReplacesTheRunners(t *testing.T) {
+	left := map[string]time.Duration{}
+	step := func(name string, timeout time.Duration) Step {
+		return Step{Title: name, Timeout: timeout, Run: func(ctx context.Context) error {
+			deadline, ok := ctx.Deadline()
+			if !ok {
+				return errors.New("no deadline")
+			}
+			left[name] = time.Until(deadline)
+			return nil
+		}}
+	}
+	r := New(io.Discard)
+	r.StepTimeout = time.Minute
+	if res := r.Run(t.Context(), []Step{step("default", 0), step("long", time.Hour)}); res.Err != nil {
+		t.Fatalf("run failed: %v", res.Err)
+	}
+	if d := left["default"]; d > time.Minute || d < 50*time.Second {
+		t.Errorf("a step without its own timeout had %s, want the runner's minute", d)
+	}
+	if d := left["long"]; d > time.Hour || d < 59*time.Minute {
+		t.Errorf("a step with an hour had %s", d)
 	}
 }
