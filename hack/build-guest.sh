@@ -11,6 +11,11 @@
 # KubeVirt's e2e tests expect of their guest).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
+# One build at a time: make test runs the cluster scenario beside the
+# other integration tests, and both may ask for the same guest.
+mkdir -p "$BIN"
+exec 9>"${BIN}/.guest.lock"
+flock 9
 
 ctx="${ROOT}/hack/images/guest"
 apt_install cpio binutils

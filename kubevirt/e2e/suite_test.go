@@ -9,6 +9,7 @@ package tests_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -35,9 +36,15 @@ var _ = SynchronizedAfterSuite(testsuite.AfterTestSuiteCleanup, testsuite.Synchr
 // After each spec, what KubeVirt's suite does: the test namespaces emptied,
 // the nodes' test labels and taints removed, KubeVirt's configuration as
 // the suite found it, KubeVirt ready again.
+// Each part's time is printed: the cleanup is a large share of a spec.
 var _ = AfterEach(func() {
-	testsuite.CleanNamespaces()
-	libnode.CleanNodes()
-	config.UpdateKubeVirtConfigValueAndWait(testsuite.KubeVirtDefaultConfig)
-	testsuite.EnsureKubevirtReady()
+	timed := func(what string, f func()) {
+		start := time.Now()
+		f()
+		GinkgoWriter.Printf("cleanup: %s took %s\n", what, time.Since(start).Round(10*time.Millisecond))
+	}
+	timed("emptying the test namespaces", testsuite.CleanNamespaces)
+	timed("cleaning the nodes", libnode.CleanNodes)
+	timed("restoring KubeVirt's configuration", func() { config.UpdateKubeVirtConfigValueAndWait(testsuite.KubeVirtDefaultConfig) })
+	timed("waiting for KubeVirt to be ready", testsuite.EnsureKubevirtReady)
 })
