@@ -23,12 +23,13 @@ if [ -d /run/systemd/system ]; then
   systemctl disable --now prometheus.service prometheus-node-exporter.service >/dev/null 2>&1 || true
 fi
 "${ROOT}/hack/setup-docker.sh"
+# The kind node image of the real-cluster demo and test (hack/kind), once
+# per Kubernetes version: many minutes the first time, seconds after. First:
+# envtest takes its kube-apiserver and etcd from it.
+"${ROOT}/hack/kind/build-node-image.sh" >/dev/null
 "${ROOT}/hack/setup-k8s.sh"
 "${ROOT}/hack/setup-tools.sh"
 "${ROOT}/hack/build-libvirtd-image.sh" >/dev/null
 # The test guest (a Debian kernel and a busybox initramfs) tests/guest boots.
 "${ROOT}/hack/build-guest.sh" >/dev/null
-# The kind node image of the real-cluster demo and test (hack/kind), once
-# per Kubernetes version: many minutes the first time, seconds after.
-"${ROOT}/hack/kind/build-node-image.sh" >/dev/null
 log "setup complete"

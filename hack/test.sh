@@ -31,26 +31,29 @@ phase() {
   [ "$rc" = 0 ] || fail=1
 }
 
-for m in $(modules | grep -v '^tests$'); do
-  phase "go test: $m" bash -c 'cd "$0" && go test -count=1 -timeout 30m "$@" ./...' "$m" "$@"
-done
-# KubeVirt v1.9.0 built with the patch series (kubevirt/build.sh, cached)
-# and its own unit tests of every package the patches touch.
-phase "go test: KubeVirt's unit tests of the packages kubevirt/patches touch" kubevirt/unit-tests.sh
-# The integration packages in tests/ (one at a time: each starts its own
-# API server and containers) and the real-cluster scenario (tests/cluster,
-# KVP_CLUSTER: a kind cluster from the node image make setup built, KubeVirt
-# and its e2e on it) run side by side. The scenario is mostly waiting on
-# KubeVirt and its guests (the two cores are 70 to 85 % idle during its
-# e2e), so the others fit in its gaps; its output is printed when it ends.
-# It starts after KubeVirt's unit tests, which built the patched KubeVirt
-# it deploys.
+# KubeVirt v1.9.0 built with the patch series (kubevirt/build.sh, cached
+# by content): the cluster scenario deploys it and KubeVirt's unit tests
+# run on its tree. Built first, alone, so that the scenario can start.
+phase "KubeVirt v1.9.0 built with kubevirt/patches (cached)" kubevirt/build.sh
+# The real-cluster scenario (tests/cluster, KVP_CLUSTER: a kind cluster
+# from the node image make setup built, KubeVirt and its e2e on it) is
+# mostly waiting on KubeVirt and its guests (the two cores are 70 to 85 %
+# idle during its e2e): it runs in the background from here, and every
+# other phase below fits in its gaps. Its output is printed when it ends.
 cluster_out=$(mktemp /tmp/kvp-cluster.XXXXXX)
 trap 'rm -f "$out" "$cluster_out"' EXIT
 cluster_start=$SECONDS
 log "go test: tests/cluster (the real-cluster scenario), in the background; its output comes when it ends"
 (cd tests && KVP_CLUSTER=1 exec go test -count=1 -timeout 75m "$@" ./cluster/) >"$cluster_out" 2>&1 &
 cluster_pid=$!
+
+for m in $(modules | grep -v '^tests$'); do
+  phase "go test: $m (beside the cluster scenario)" bash -c 'cd "$0" && go test -count=1 -timeout 30m "$@" ./...' "$m" "$@"
+done
+# KubeVirt's own unit tests of every package the patches touch.
+phase "go test: KubeVirt's unit tests of the packages kubevirt/patches touch (beside the cluster scenario)" kubevirt/unit-tests.sh
+# The integration packages in tests/, one at a time: each starts its own
+# API server and containers.
 phase "go test: tests (integration, beside the cluster scenario)" \
   bash -c 'cd tests && go test -count=1 -p 1 -timeout 30m "$@" $(go list ./... | grep -v "/tests/cluster$")' - "$@"
 # The oldest supported Kubernetes minor, served by the same kube-apiserver
@@ -62,7 +65,7 @@ log "go test: tests/cluster, waiting for it to end"
 rc=0
 wait "$cluster_pid" || rc=1
 tee -a "$out" <"$cluster_out"
-times+=("$(printf '%5ds  %s%s' $((SECONDS - cluster_start)) "go test: tests/cluster (from its start, beside the two above)" "$([ "$rc" = 0 ] || echo '  (FAILED)')")")
+times+=("$(printf '%5ds  %s%s' $((SECONDS - cluster_start)) "go test: tests/cluster (from its start, beside the phases above)" "$([ "$rc" = 0 ] || echo '  (FAILED)')")")
 [ "$rc" = 0 ] || fail=1
 
 log "time of each phase"

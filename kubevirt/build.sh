@@ -72,9 +72,21 @@ if [ -f "${out}/done" ]; then
   echo "$out"
   exit 0
 fi
+# One build of a key at a time: a second caller (make test's unit tests
+# beside its cluster scenario, say) waits for the first and reuses its
+# output instead of building it again over the first's partial tree.
+mkdir -p "$(dirname "$out")"
+exec 8>"${out}.lock"
+if ! flock -n 8; then
+  log "kubevirt: waiting for the build of ${key} already under way"
+  flock 8
+fi
+if [ -f "${out}/done" ]; then
+  echo "$out"
+  exit 0
+fi
 
 apt_install libvirt-dev pkg-config gcc libc6-dev patch bc
-mkdir -p "$(dirname "$out")"
 times="${out}.times"
 : >"$times"
 step_start=0
@@ -166,6 +178,6 @@ rm -rf "$out"
 mv "$build" "$out"
 touch "${out}/done"
 # Keep the three newest builds (about 700 MB each), this one first.
-ls -1dt "$(dirname "$out")"/*/ 2>/dev/null | tail -n +4 | xargs -r rm -rf
+ls -1dt "$(dirname "$out")"/*/ 2>/dev/null | tail -n +4 | sed 's|/$||' | while read -r d; do rm -rf "$d" "${d}.lock"; done
 log "kubevirt: built in ${out} ($(tail -1 "${out}/times" | awk '{print $2}') s)"
 echo "$out"

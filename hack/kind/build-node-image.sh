@@ -138,6 +138,8 @@ offline_images() {
   (cd "$mod" && go get "go.etcd.io/etcd/server/v3@v${etcd_tag%-*}" >/dev/null 2>&1 &&
     go build -trimpath -ldflags '-s -w' -o "$ctx/etcd" go.etcd.io/etcd/server/v3) ||
     die "could not build etcd v${etcd_tag%-*} from its Go module"
+  # Kept: make setup gives it to envtest too (hack/setup-k8s.sh).
+  cp "$ctx/etcd" "${mod}/etcd"
   local cmod="${cache}/coredns-src-${coredns_tag}"
   mkdir -p "$cmod"
   (cd "$cmod" && { [ -f go.mod ] || go mod init kvp.local/kind-coredns >/dev/null 2>&1; } &&
