@@ -11,7 +11,7 @@ GENERATE_TARGETS :=
 help: ## Show the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: ## Install packages, start Docker, build kube-apiserver, etcd, generators and the libvirtd image (cached).
+setup: ## Install packages, start Docker, build the kind node image, kube-apiserver, etcd and the libvirtd image (cached).
 	@hack/setup.sh
 
 generate: ## Regenerate deepcopy, CRDs, protos and RBAC from scratch.

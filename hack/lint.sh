@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Runs golangci-lint (pinned in hack/tools/lint, built by make setup) with
+# Runs golangci-lint (pinned in hack/tools/lint, built here when missing) with
 # the project's .golangci.yml on every workspace module. Extra arguments go
 # to golangci-lint run (--fix, for one).
 set -euo pipefail

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs and starts everything the build, the tests and the demo need, on
-# a bare machine: Debian packages, a Docker engine, kube-apiserver and etcd,
-# the code generators, the libvirtd image, the test guest and the kind node
-# image.
+# a bare machine: Debian packages, a Docker engine, the kind node image,
+# kube-apiserver and etcd for envtest, the libvirtd image and the test
+# guest.
 # Idempotent; fast when done.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -28,7 +28,9 @@ fi
 # envtest takes its kube-apiserver and etcd from it.
 "${ROOT}/hack/kind/build-node-image.sh" >/dev/null
 "${ROOT}/hack/setup-k8s.sh"
-"${ROOT}/hack/setup-tools.sh"
+# The code generators, buf and golangci-lint (hack/setup-tools.sh) are
+# built by make generate and make verify, which use them: make test does
+# not (about 5 minutes on a bare machine).
 "${ROOT}/hack/build-libvirtd-image.sh" >/dev/null
 # The test guest (a Debian kernel and a busybox initramfs) tests/guest boots.
 "${ROOT}/hack/build-guest.sh" >/dev/null
