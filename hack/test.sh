@@ -43,8 +43,10 @@ phase "KubeVirt v1.9.0 built with kubevirt/patches (cached)" kubevirt/build.sh
 cluster_out=$(mktemp /tmp/kvp-cluster.XXXXXX)
 trap 'rm -f "$out" "$cluster_out"' EXIT
 cluster_start=$SECONDS
-log "go test: tests/cluster (the real-cluster scenario), in the background; its output comes when it ends"
-(cd tests && KVP_CLUSTER=1 exec go test -count=1 -timeout 75m "$@" ./cluster/) >"$cluster_out" 2>&1 &
+# -v: its steps are written to the file as they happen (tail it to follow
+# them), so that a run stopped halfway still shows where its time went.
+log "go test: tests/cluster (the real-cluster scenario), in the background, into ${cluster_out}; its output comes when it ends"
+(cd tests && KVP_CLUSTER=1 exec go test -v -count=1 -timeout 75m "$@" ./cluster/) >"$cluster_out" 2>&1 &
 cluster_pid=$!
 
 for m in $(modules | grep -v '^tests$'); do
