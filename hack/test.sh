@@ -84,5 +84,11 @@ if [ "$fail" -ne 0 ]; then
     name != "" && /^[[:space:]]/ { buf[++n] = $0; next }
     name != "" { flush() }
     END { flush() }' "$out" >&2
+  # The scenario runs with -v: its errors come before its "--- FAIL"
+  # line, with the step they belong to.
+  if [ "$rc" != 0 ]; then
+    log "the cluster scenario, the last lines of its output"
+    tail -n 40 "$cluster_out" >&2
+  fi
   die "some tests failed"
 fi
