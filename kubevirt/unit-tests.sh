@@ -24,10 +24,11 @@ for d in $(sed -n 's|^+++ b/\(.*\)/[^/]*$|\1|p; s|^--- a/\(.*\)/[^/]*$|\1|p' "${
 done
 [ ${#pkgs[@]} -gt 0 ] || die "the patches touch no package with tests"
 log "KubeVirt's unit tests of the ${#pkgs[@]} packages the patches touch: ${pkgs[*]}"
-# Some of KubeVirt's specs watch real time (the migration monitor's
-# "stuck for 4 seconds" abort, then its leak check): on two busy cores one
-# of them can miss its window. A package that fails is run once more, on
-# its own, and must pass then; the retry is printed.
+# Some of KubeVirt's specs wait a few seconds of real time for what they
+# check (patch 0005 mends the migration monitor's, which raced its own leak
+# check): on two busy cores one of them can miss its window. A package that
+# fails is run once more, on its own, and must pass then; the retry is
+# printed.
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 if go test -tags selinux -count=1 -timeout 30m "$@" "${pkgs[@]}" | tee "$results"; then
