@@ -13,9 +13,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 # One build at a time: make test runs the cluster scenario beside the
 # other integration tests, and both may ask for the same guest.
-mkdir -p "$BIN"
-exec 9>"${BIN}/.guest.lock"
-flock 9
+hold_lock "${BIN}/.guest.lock" "another hack/build-guest.sh to finish"
 
 ctx="${ROOT}/hack/images/guest"
 apt_install cpio binutils

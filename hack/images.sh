@@ -22,9 +22,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 # One build at a time: make test runs the cluster scenario beside the
 # other integration tests, and both may ask for the same images.
-mkdir -p "$BIN"
-exec 9>"${BIN}/.images.lock"
-flock 9
+hold_lock "${BIN}/.images.lock" "another hack/images.sh to finish"
 cd "$ROOT"
 
 # components prints "name module cmd-package dockerfile" lines; dockerfile

@@ -37,6 +37,19 @@ debian_mirror() {
   printf '%s\n' "$uri"
 }
 
+# hold_lock FILE WHAT takes an exclusive lock on FILE (made with its
+# directory when missing) that the calling script holds until it exits.
+# When another process holds it, it says it waits for WHAT, then waits.
+hold_lock() {
+  local fd
+  mkdir -p "$(dirname "$1")"
+  exec {fd}>"$1"
+  if ! flock -n "$fd"; then
+    log "waiting for ${2}"
+    flock "$fd"
+  fi
+}
+
 # modules prints the directories of the workspace's modules, from go.work.
 modules() {
   awk '/^use \(/ {inuse=1; next} inuse && /^\)/ {inuse=0} inuse {sub(/^\.\//, "", $1); print $1}' "${ROOT}/go.work"

@@ -68,19 +68,10 @@ if [ "${1:-}" = --hash ]; then
   exit 0
 fi
 out="${KVP_KUBEVIRT_CACHE:-/var/cache/kubevirt-plugins/kubevirt}/${key}"
-if [ -f "${out}/done" ]; then
-  echo "$out"
-  exit 0
-fi
 # One build of a key at a time: a second caller (make test's unit tests
 # beside its cluster scenario, say) waits for the first and reuses its
 # output instead of building it again over the first's partial tree.
-mkdir -p "$(dirname "$out")"
-exec 8>"${out}.lock"
-if ! flock -n 8; then
-  log "kubevirt: waiting for the build of ${key} already under way"
-  flock 8
-fi
+hold_lock "${out}.lock" "the build of KubeVirt ${key} already under way"
 if [ -f "${out}/done" ]; then
   echo "$out"
   exit 0

@@ -279,12 +279,7 @@ kv_deploy() {
   kv_cluster
   # One deployment at a time on a cluster: two would set the CR to their
   # tags in turn.
-  mkdir -p "${BIN}/kubevirt"
-  exec 9>"${BIN}/kubevirt/deploy-${KVP_KIND_CLUSTER}.lock"
-  if ! flock -n 9; then
-    log "another kubevirt/deploy.sh is deploying on ${KVP_KIND_CLUSTER}: waiting for it to finish"
-    flock 9
-  fi
+  hold_lock "${BIN}/kubevirt/deploy-${KVP_KIND_CLUSTER}.lock" "another kubevirt/deploy.sh deploying on ${KVP_KIND_CLUSTER} to finish"
   deadline=$((SECONDS + ${KVP_KUBEVIRT_TIMEOUT:-900}))
   for c in "${KV_COMPONENTS[@]}"; do
     imgs+=("${KV_REGISTRY}/${c}:${tag}")
