@@ -8,18 +8,22 @@
 package tests_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	k8serrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/client-go/rest"
 
 	"kubevirt.io/client-go/kubecli"
 
 	"kubevirt.io/kubevirt/tests/flags"
+	"kubevirt.io/kubevirt/tests/framework/kubevirt"
 	"kubevirt.io/kubevirt/tests/libkubevirt/config"
 	"kubevirt.io/kubevirt/tests/libnode"
 	"kubevirt.io/kubevirt/tests/testsuite"
@@ -57,8 +61,52 @@ var _ = AfterEach(func() {
 		f()
 		GinkgoWriter.Printf("cleanup: %s took %s\n", what, time.Since(start).Round(10*time.Millisecond))
 	}
+	timed("settling the test namespaces", settleTestNamespaces)
 	timed("emptying the test namespaces", testsuite.CleanNamespaces)
 	timed("cleaning the nodes", libnode.CleanNodes)
 	timed("restoring KubeVirt's configuration", func() { config.UpdateKubeVirtConfigValueAndWait(testsuite.KubeVirtDefaultConfig) })
 	timed("waiting for KubeVirt to be ready", testsuite.EnsureKubevirtReady)
 })
+
+// settleTestNamespaces does first what made KubeVirt's cleanup wait:
+// CleanNamespaces deletes each test namespace's Events, and looks again 10 s
+// later, until it finds none; the VMIs and virt-launcher Pods it has just
+// deleted write new ones meanwhile, so after most specs it waited 21 s (two
+// looks) and after some 42 s. Here the VMIs and their virt-launcher Pods are
+// deleted, then the Events again each second until the VMIs and those Pods
+// are gone and no Event has come for two looks in a row (at most half a
+// minute in all): CleanNamespaces then finds none of the three. Other Pods
+// are left to it (a spec's node hook DaemonSet, which the spec deletes after
+// this, would only make new ones). What CleanNamespaces removes is unchanged.
+func settleTestNamespaces() {
+	c := kubevirt.Client()
+	ctx := context.Background()
+	zero := int64(0)
+	deadline := time.Now().Add(30 * time.Second)
+	launchers := metav1.ListOptions{LabelSelector: "kubevirt.io=virt-launcher"}
+	for _, ns := range testsuite.TestNamespaces {
+		if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); k8serrors.IsNotFound(err) {
+			continue
+		}
+		Expect(c.RestClient().Delete().Namespace(ns).Resource("virtualmachineinstances").Do(ctx).Error()).To(Succeed())
+		Expect(c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, launchers)).To(Succeed())
+		quiet := 0
+		for quiet < 2 && time.Now().Before(deadline) {
+			time.Sleep(time.Second)
+			vmis, err := c.VirtualMachineInstance(ns).List(ctx, metav1.ListOptions{Limit: 1})
+			Expect(err).ToNot(HaveOccurred())
+			pods, err := c.CoreV1().Pods(ns).List(ctx, launchers)
+			Expect(err).ToNot(HaveOccurred())
+			events, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{Limit: 1})
+			Expect(err).ToNot(HaveOccurred())
+			if len(events.Items) > 0 {
+				Expect(c.CoreV1().Events(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})).To(Succeed())
+			}
+			if len(vmis.Items)+len(pods.Items)+len(events.Items) == 0 {
+				quiet++
+			} else {
+				quiet = 0
+			}
+		}
+	}
+}
