@@ -40,6 +40,8 @@ debian_mirror() {
 # hold_lock FILE WHAT takes an exclusive lock on FILE (made with its
 # directory when missing) that the calling script holds until it exits.
 # When another process holds it, it says it waits for WHAT, then waits.
+# Each call opens FILE anew: a process that holds the lock and asks again
+# waits for itself.
 hold_lock() {
   local fd
   mkdir -p "$(dirname "$1")"
