@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs and starts everything the build, the tests and the demo need, on
 # a bare machine: Debian packages, a Docker engine, the kind node image,
-# kube-apiserver and etcd for envtest, the libvirtd image and the test
-# guest.
+# kube-apiserver and etcd for envtest, the libvirtd image, the test guest
+# and the Debian bases of KubeVirt's images.
 # Idempotent; fast when done.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -22,7 +22,23 @@ apt_install prometheus
 if [ -d /run/systemd/system ]; then
   systemctl disable --now prometheus.service prometheus-node-exporter.service >/dev/null 2>&1 || true
 fi
+# What hack/build-guest.sh installs, here so that nothing below runs apt
+# while another job does.
+apt_install cpio binutils dosfstools mtools syslinux syslinux-common
 "${ROOT}/hack/setup-docker.sh"
+# The libvirtd image the integration tests run, the test guest (a Debian
+# kernel and a busybox initramfs) tests/guest and the VMs boot, and the
+# Debian bases of KubeVirt's images (kubevirt/images.sh): debootstrap and
+# dpkg, mostly waiting on the mirror and the disk, so made in the
+# background while the node image's Kubernetes compiles. Seconds when done.
+bg_log=$(mktemp /tmp/kvp-setup.XXXXXX)
+trap 'rm -f "$bg_log"' EXIT
+(
+  "${ROOT}/hack/build-libvirtd-image.sh" >/dev/null &&
+    "${ROOT}/hack/build-guest.sh" >/dev/null &&
+    "${ROOT}/kubevirt/images.sh" --bases
+) >"$bg_log" 2>&1 &
+bg_pid=$!
 # The kind node image of the real-cluster demo and test (hack/kind), once
 # per Kubernetes version: many minutes the first time, seconds after. First:
 # envtest takes its kube-apiserver and etcd from it.
@@ -31,7 +47,8 @@ fi
 # The code generators, buf and golangci-lint (hack/setup-tools.sh) are
 # built by make generate and make verify, which use them: make test does
 # not (about 5 minutes on a bare machine).
-"${ROOT}/hack/build-libvirtd-image.sh" >/dev/null
-# The test guest (a Debian kernel and a busybox initramfs) tests/guest boots.
-"${ROOT}/hack/build-guest.sh" >/dev/null
+bg_rc=0
+wait "$bg_pid" || bg_rc=$?
+cat "$bg_log" >&2
+[ "$bg_rc" = 0 ] || die "the libvirtd image, the test guest or KubeVirt's image bases could not be made (see above)"
 log "setup complete"

@@ -33,21 +33,46 @@ phase() {
 
 # KubeVirt v1.9.0 built with the patch series (kubevirt/build.sh, cached
 # by content): the cluster scenario deploys it and KubeVirt's unit tests
-# run on its tree. Built first, alone, so that the scenario can start.
-phase "KubeVirt v1.9.0 built with kubevirt/patches (cached)" kubevirt/build.sh
+# run on its tree. Built in the background while the scenario's first step
+# builds the project's images and creates the kind cluster (its second
+# step takes the build's lock and finds it done).
+build_out=$(mktemp /tmp/kvp-kubevirt-build.XXXXXX)
 # The real-cluster scenario (tests/cluster, KVP_CLUSTER: a kind cluster
 # from the node image make setup built, KubeVirt and its e2e on it) is
 # mostly waiting on KubeVirt and its guests (the two cores are 70 to 85 %
-# idle during its e2e): it runs in the background from here, and every
-# other phase below fits in its gaps. Its output is printed when it ends.
+# idle during its e2e): every other phase below runs beside it. Its output
+# is printed when it ends.
 cluster_out=$(mktemp /tmp/kvp-cluster.XXXXXX)
-trap 'rm -f "$out" "$cluster_out"' EXIT
+built=$(mktemp -u /tmp/kvp-cluster-built.XXXXXX)
+trap 'rm -f "$out" "$build_out" "$cluster_out" "$built"' EXIT
+build_start=$SECONDS
+log "KubeVirt v1.9.0 built with kubevirt/patches (cached), then Multus's plugin (cached), in the background, into ${build_out}"
+# Multus's plugin after it, for kubevirt/deploy.sh in the scenario's third
+# step: built while the second makes KubeVirt's images.
+{ kubevirt/build.sh && hack/kind/cluster.sh multus-bin; } >"$build_out" 2>&1 &
+build_pid=$!
 cluster_start=$SECONDS
 # -v: its steps are written to the file as they happen (tail it to follow
 # them), so that a run stopped halfway still shows where its time went.
 log "go test: tests/cluster (the real-cluster scenario), in the background, into ${cluster_out}; its output comes when it ends"
-(cd tests && KVP_CLUSTER=1 exec go test -v -count=1 -timeout 75m "$@" ./cluster/) >"$cluster_out" 2>&1 &
+(cd tests && KVP_CLUSTER=1 KVP_CLUSTER_BUILT="$built" exec go test -v -count=1 -timeout 75m "$@" ./cluster/) >"$cluster_out" 2>&1 &
 cluster_pid=$!
+
+rc=0
+wait "$build_pid" || rc=1
+tee -a "$out" <"$build_out"
+times+=("$(printf '%5ds  %s%s' $((SECONDS - build_start)) "KubeVirt v1.9.0 built with kubevirt/patches, then Multus's plugin (cached, beside the scenario's first steps)" "$([ "$rc" = 0 ] || echo '  (FAILED)')")")
+[ "$rc" = 0 ] || fail=1
+# The phases beside the scenario wait until its builds (the project's
+# images, the release's KubeVirt build, both builds' images: its first two
+# steps) are over: on a bare machine those take both cores and lie on the
+# critical path, while the phases below fit in the gaps the scenario
+# leaves later, waiting on KubeVirt and its guests.
+log "waiting for the cluster scenario's builds (its first two steps) before the phases beside it"
+while [ ! -e "$built" ] && kill -0 "$cluster_pid" 2>/dev/null; do sleep 5; done
+# KubeVirt's Plugins e2e (the scenario's last step) compiled now, while
+# the scenario waits on KubeVirt, instead of on its critical path.
+phase "KubeVirt's Plugins e2e compiled (beside the cluster scenario)" kubevirt/e2e.sh --compile
 
 for m in $(modules | grep -v '^tests$'); do
   phase "go test: $m (beside the cluster scenario)" bash -c 'cd "$0" && go test -count=1 -timeout 30m "$@" ./...' "$m" "$@"

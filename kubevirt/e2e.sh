@@ -7,6 +7,7 @@
 # deploy/.
 #
 #   kubevirt/e2e.sh TAG [test binary flags, e.g. -ginkgo.focus=REGEXP]
+#   kubevirt/e2e.sh --compile   only compile the e2e binary (no cluster)
 #
 # It builds, on the patched tree kubevirt/build.sh made:
 #   - the e2e binary: tests/plugin_test.go with kubevirt/e2e/suite_test.go
@@ -20,26 +21,37 @@
 # The specs' output and a JUnit report go to bin/kubevirt-e2e/.
 set -euo pipefail
 source "$(dirname "$0")/../hack/lib.sh"
-[ $# -ge 1 ] || die "usage: kubevirt/e2e.sh TAG [test binary flags]"
+[ $# -ge 1 ] || die "usage: kubevirt/e2e.sh TAG [test binary flags] | --compile"
+build=$("${ROOT}/kubevirt/build.sh")
+src="${build}/src"
+export GOTOOLCHAIN=local GOWORK=off GOFLAGS=-mod=mod
+
+# compile: the e2e binary, from the release's tests/plugin_test.go (as
+# patched) and kubevirt/e2e/suite_test.go, in a package of their own.
+compile() {
+  hold_lock "${build}/.e2e-compile.lock" "another compile of the e2e binary to finish"
+  log "kubevirt e2e: compiling tests/plugin_test.go with kubevirt/e2e/suite_test.go"
+  local pkg="${src}/tests/plugins-e2e"
+  rm -rf "$pkg"
+  mkdir -p "$pkg"
+  cp "${src}/tests/plugin_test.go" "${ROOT}/kubevirt/e2e/suite_test.go" "$pkg/"
+  (cd "$src" && CGO_ENABLED=1 go test -c -tags selinux -o "${build}/plugins-e2e.test" ./tests/plugins-e2e)
+}
+if [ "$1" = --compile ]; then
+  compile
+  exit 0
+fi
+(compile)
+
 tag=$1
 shift
 # The project's kind cluster, unless KUBECONFIG names another.
 clusterenv=$("${ROOT}/hack/kind/cluster.sh" env)
 : "${KUBECONFIG:=$(sed -n 's/^KUBECONFIG=//p' <<<"$clusterenv")}"
 kubectl=$(sed -n 's/^KVP_KUBECTL=//p' <<<"$clusterenv")
-build=$("${ROOT}/kubevirt/build.sh")
-src="${build}/src"
 art="${BIN}/kubevirt-e2e"
 rm -rf "$art"
 mkdir -p "$art"
-export GOTOOLCHAIN=local GOWORK=off GOFLAGS=-mod=mod
-
-log "kubevirt e2e: compiling tests/plugin_test.go with kubevirt/e2e/suite_test.go"
-pkg="${src}/tests/plugins-e2e"
-rm -rf "$pkg"
-mkdir -p "$pkg"
-cp "${src}/tests/plugin_test.go" "${ROOT}/kubevirt/e2e/suite_test.go" "$pkg/"
-(cd "$src" && CGO_ENABLED=1 go test -c -tags selinux -o "${build}/plugins-e2e.test" ./tests/plugins-e2e)
 
 # image NAME CONTEXT: docker build CONTEXT as NAME (legacy builder: no
 # frontend to fetch); its output only on failure.

@@ -19,6 +19,7 @@
 # not rebuilt: it carries their hash as a label. Prints each image's size.
 #
 #   kubevirt/images.sh BINDIR ETCDIR TAG
+#   kubevirt/images.sh --bases   only the Debian bases (make setup)
 #
 # BINDIR holds the programs (kubevirt/build.sh's bin/), ETCDIR libvirt's
 # files (its etc/: libvirt/qemu.conf, libvirt/virtqemud.conf,
@@ -46,14 +47,20 @@ IMAGE_SPECS=(
   "virt-launcher launcher virt-launcher,virt-launcher-monitor,virt-freezer,virt-probe,virt-tail,libvirt-hook-client,container-disk,node-labeller.sh libvirt/qemu.conf,libvirt/virtqemud.conf,libvirt/hooks/qemu"
 )
 
-usage() { die "usage: kubevirt/images.sh BINDIR ETCDIR TAG"; }
-[ $# -eq 3 ] || usage
-[ -d "$1" ] || die "BINDIR ${1} is not a directory (kubevirt/build.sh's bin/)"
-[ -d "$2" ] || die "ETCDIR ${2} is not a directory (kubevirt/build.sh's etc/)"
-bindir=$(cd "$1" && pwd)
-etcdir=$(cd "$2" && pwd)
-tag=$3
-[[ "$tag" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "TAG ${tag} is not a valid image tag"
+usage() { die "usage: kubevirt/images.sh BINDIR ETCDIR TAG | --bases"; }
+bases_only=
+if [ "${1:-}" = --bases ]; then
+  [ $# -eq 1 ] || usage
+  bases_only=1
+else
+  [ $# -eq 3 ] || usage
+  [ -d "$1" ] || die "BINDIR ${1} is not a directory (kubevirt/build.sh's bin/)"
+  [ -d "$2" ] || die "ETCDIR ${2} is not a directory (kubevirt/build.sh's etc/)"
+  bindir=$(cd "$1" && pwd)
+  etcdir=$(cd "$2" && pwd)
+  tag=$3
+  [[ "$tag" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "TAG ${tag} is not a valid image tag"
+fi
 
 command -v docker >/dev/null || die "docker is not installed: run make setup"
 docker info >/dev/null 2>&1 || die "the Docker engine does not answer: run make setup"
@@ -61,7 +68,7 @@ docker info >/dev/null 2>&1 || die "the Docker engine does not answer: run make 
 
 # Every input is there before anything is built.
 missing=()
-for spec in "${IMAGE_SPECS[@]}"; do
+[ -n "$bases_only" ] || for spec in "${IMAGE_SPECS[@]}"; do
   read -r _ _ bins etcs <<<"$spec"
   for f in ${bins//,/ }; do [ -x "${bindir}/${f}" ] || missing+=("${bindir}/${f}"); done
   [ "$etcs" = - ] && continue
@@ -234,6 +241,10 @@ build_image() {
 
 start=$SECONDS
 bases
+if [ -n "$bases_only" ]; then
+  log "KubeVirt ${KUBEVIRT_VERSION} images' Debian bases ready in $((SECONDS - start))s"
+  exit 0
+fi
 
 # The components: a context of the files the Dockerfile copies.
 for spec in "${IMAGE_SPECS[@]}"; do

@@ -7,6 +7,7 @@
 #   hack/kind/cluster.sh up [IMAGE...]  (re)create the cluster, load IMAGEs
 #   hack/kind/cluster.sh load IMAGE...  load local images into the workers
 #   hack/kind/cluster.sh multus         add Multus (secondary networks) to it
+#   hack/kind/cluster.sh multus-bin     build Multus's plugin only (cached)
 #   hack/kind/cluster.sh down           delete it
 #   hack/kind/cluster.sh env            print KUBECONFIG, KVP_KUBECTL, ...
 #
@@ -82,6 +83,7 @@ up() {
 # multus_bin: Multus's thin plugin, built once from its Go module.
 multus_bin() {
   local dir="${cache}/multus-${MULTUS_VERSION}" pkg=gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus
+  hold_lock "${cache}/.multus.lock" "another build of Multus to finish"
   if [ ! -x "${dir}/multus" ]; then
     log "building Multus ${MULTUS_VERSION} (a few minutes the first time)" >&2
     mkdir -p "${dir}/src"
@@ -155,6 +157,7 @@ case "${1:-}" in
   up) shift; up "$@" ;;
   load) shift; load "$@" ;;
   multus) multus ;;
+  multus-bin) multus_bin >/dev/null ;;
   down) "$kind" delete cluster --name "$name" ;;
   env)
     echo "KUBECONFIG=${kubeconfig}"
@@ -163,5 +166,5 @@ case "${1:-}" in
     echo "KVP_KIND_CLUSTER=${name}"
     echo "KVP_KIND_K8S_VERSION=${KIND_K8S_VERSION}"
     ;;
-  *) die "usage: $0 up [IMAGE...] | load IMAGE... | multus | down | env" ;;
+  *) die "usage: $0 up [IMAGE...] | load IMAGE... | multus | multus-bin | down | env" ;;
 esac
