@@ -62,7 +62,7 @@ func RunKubeVirtBench(ctx context.Context, opts KubeVirtBenchOptions) *transcrip
 	if err != nil {
 		return &transcript.Result{Err: err}
 	}
-	s := &scenario{Runner: r, env: &env{root: root, log: opts.Log}, keep: opts.Keep}
+	s := &scenario{Runner: r, env: newEnv(root, opts.Log), keep: opts.Keep}
 	b := &kvBench{scenario: s, opts: opts, samples: map[string][]kvBoot{}, handler: map[string]int64{}}
 	res := r.Run(ctx, []transcript.Step{
 		{Title: "A kind cluster of three nodes from the node image built here", Run: s.startCluster},

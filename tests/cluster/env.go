@@ -27,6 +27,7 @@ import (
 
 	pluginv1alpha1 "github.com/kubevirt-plugins/framework/api/plugin/v1alpha1"
 	fpoll "github.com/kubevirt-plugins/framework/tests/framework/poll"
+	"github.com/kubevirt-plugins/framework/tests/framework/transcript"
 )
 
 // env is the cluster as hack/kind/cluster.sh describes it.
@@ -45,6 +46,13 @@ type env struct {
 	log io.Writer
 	// scriptEnv is added to the environment of the scripts.
 	scriptEnv []string
+}
+
+// newEnv is the environment of a run in the repository at root, its
+// scripts' output and kubectl's going to log, which may be written from
+// more than one goroutine (a script in the background).
+func newEnv(root string, log io.Writer) *env {
+	return &env{root: root, log: transcript.LockedWriter(log)}
 }
 
 // script runs a repository script, its output to the log, and returns its

@@ -45,7 +45,7 @@ func Run(ctx context.Context, opts Options) *transcript.Result {
 	if err != nil {
 		return &transcript.Result{Err: err}
 	}
-	s := &scenario{Runner: r, env: &env{root: root, log: opts.Log}, keep: opts.Keep, pristine: opts.Pristine}
+	s := &scenario{Runner: r, env: newEnv(root, opts.Log), keep: opts.Keep, pristine: opts.Pristine}
 	if opts.Pristine {
 		r.KeepGoing = true
 		s.scriptEnv = []string{"KVP_KUBEVIRT_PRISTINE=1"}
@@ -67,6 +67,9 @@ type scenario struct {
 	sidecars  map[string]*sidecarinjection.Sidecar
 	// kv is what the steps on KubeVirt carry from one to the next.
 	kv *kubevirtState
+	// imagesBuilt reports the build of the project's images, which
+	// startCluster starts in the background; loadImages waits for it.
+	imagesBuilt chan error
 }
 
 // steps: a cluster, KubeVirt v1.9.0 as released with a VM on it, moved to

@@ -37,14 +37,22 @@ var images = []string{
 }
 
 func (s *scenario) startCluster(ctx context.Context) error {
-	s.Show("building the images of the controllers and samples (hack/images.sh)")
-	if _, err := s.script(ctx, "hack/images.sh", "plugin-controller", "label-syncer", "cloudinit-network",
-		"migration-tuner", "smbios-watchdog", "node-hook-recorder"); err != nil {
-		return err
-	}
-	s.Show("building the node image once per Kubernetes version (cached), creating the cluster, loading the images (hack/kind/cluster.sh up)")
+	// The images are first used once KubeVirt runs (deploy): built in the
+	// background, on a bare machine while the cluster comes up and
+	// KubeVirt builds and deploys, instead of before all of it.
+	s.Show("building the images of the controllers and samples (hack/images.sh) in the background; the first step that uses them waits for them")
+	s.imagesBuilt = make(chan error, 1)
+	// Not the step's context, which ends with the step.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Minute)
+	go func() {
+		defer cancel()
+		_, err := s.script(bctx, "hack/images.sh", "plugin-controller", "label-syncer", "cloudinit-network",
+			"migration-tuner", "smbios-watchdog", "node-hook-recorder")
+		s.imagesBuilt <- err
+	}()
+	s.Show("building the node image once per Kubernetes version (cached), creating the cluster (hack/kind/cluster.sh up)")
 	start := time.Now()
-	if _, err := s.script(ctx, "hack/kind/cluster.sh", append([]string{"up"}, images...)...); err != nil {
+	if _, err := s.script(ctx, "hack/kind/cluster.sh", "up"); err != nil {
 		return err
 	}
 	took := time.Since(start).Round(time.Second)
@@ -60,7 +68,7 @@ func (s *scenario) startCluster(ctx context.Context) error {
 			return err
 		})
 	}
-	s.Show(fmt.Sprintf("cluster %s up, images loaded, in %s (kubeconfig %s)", s.name, took, s.kubeconfig))
+	s.Show(fmt.Sprintf("cluster %s up in %s (kubeconfig %s)", s.name, took, s.kubeconfig))
 	var nodes corev1.NodeList
 	if err := s.c.List(ctx, &nodes); err != nil {
 		return err
@@ -95,7 +103,35 @@ func (s *scenario) startCluster(ctx context.Context) error {
 	return nil
 }
 
+// loadImages waits for the project's images startCluster builds and loads
+// them into the workers, once.
+func (s *scenario) loadImages(ctx context.Context) error {
+	if s.imagesBuilt == nil {
+		return nil
+	}
+	start := time.Now()
+	select {
+	case err := <-s.imagesBuilt:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.imagesBuilt = nil
+	waited := time.Since(start).Round(time.Second)
+	if _, err := s.script(ctx, "hack/kind/cluster.sh", append([]string{"load"}, images...)...); err != nil {
+		return err
+	}
+	s.Show(fmt.Sprintf("the project's images built (waited %s for the build) and loaded into the workers in %s",
+		waited, time.Since(start).Round(time.Second)))
+	return nil
+}
+
 func (s *scenario) deploy(ctx context.Context) error {
+	if err := s.loadImages(ctx); err != nil {
+		return err
+	}
 	for _, dir := range []string{"deploy/", "deploy/label-syncer"} {
 		out, err := s.kubectl(ctx, "", "apply", "-k", dir)
 		if err != nil {

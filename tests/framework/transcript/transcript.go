@@ -212,6 +212,10 @@ func (r *Runner) summary() {
 	}
 }
 
+// LockedWriter returns a writer that serializes the writes to w, for
+// output written from more than one goroutine.
+func LockedWriter(w io.Writer) io.Writer { return &lockedWriter{w: w} }
+
 // lockedWriter serializes writes from a step and its progress ticker.
 type lockedWriter struct {
 	mu sync.Mutex
