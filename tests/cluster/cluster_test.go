@@ -3,11 +3,14 @@
 package cluster_test
 
 import (
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kubevirt-plugins/framework/tests/cluster"
+	"github.com/kubevirt-plugins/framework/tests/framework/repo"
 	"github.com/kubevirt-plugins/framework/tests/framework/transcript"
 )
 
@@ -22,7 +25,20 @@ func TestClusterScenario(t *testing.T) {
 		t.Skip("set KVP_CLUSTER=1 to run the real-cluster scenario (make test does)")
 	}
 	var logs strings.Builder
-	res := cluster.Run(t.Context(), cluster.Options{Out: transcript.TestLog(t), Log: &logs})
+	// The scripts' output also goes to a file, so that a run that passed
+	// still says where its time went (kubevirt/deploy.sh's parts, say).
+	var log io.Writer = &logs
+	if root, err := repo.Root(); err == nil {
+		name := filepath.Join(root, "bin", "cluster-scenario.log")
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err == nil {
+			if f, err := os.Create(name); err == nil {
+				defer f.Close()
+				log = io.MultiWriter(&logs, f)
+				t.Logf("the output of the scripts, kubectl and the components also goes to %s", name)
+			}
+		}
+	}
+	res := cluster.Run(t.Context(), cluster.Options{Out: transcript.TestLog(t), Log: log})
 	if res.Passed() {
 		return
 	}
