@@ -6,6 +6,8 @@
 # patch brings its packages' tests along. Extra arguments go to go test.
 #
 #   kubevirt/unit-tests.sh [-run REGEXP]
+#   kubevirt/unit-tests.sh --compile   only compile them (make test, at a
+#                                      low CPU priority, before they run)
 set -euo pipefail
 source "$(dirname "$0")/../hack/lib.sh"
 out=$("${ROOT}/kubevirt/build.sh")
@@ -23,6 +25,11 @@ for d in $(sed -n 's|^+++ b/\(.*\)/[^/]*$|\1|p; s|^--- a/\(.*\)/[^/]*$|\1|p' "${
   pkgs+=("./${d}")
 done
 [ ${#pkgs[@]} -gt 0 ] || die "the patches touch no package with tests"
+# --compile: only compile the packages' tests (run with no test selected).
+if [ "${1:-}" = --compile ]; then
+  log "compiling KubeVirt's unit tests of the ${#pkgs[@]} packages the patches touch"
+  exec go test -tags selinux -count=1 -run '^$' "${pkgs[@]}" >/dev/null
+fi
 log "KubeVirt's unit tests of the ${#pkgs[@]} packages the patches touch: ${pkgs[*]}"
 # Some of KubeVirt's specs wait a few seconds of real time for what they
 # check (patch 0005 mends the migration monitor's, which raced its own leak
