@@ -8,20 +8,25 @@ log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # apt_install PKG... installs the Debian packages that are not installed yet.
+# Calls from jobs running side by side (make setup's) take turns: apt
+# refuses to run while another apt holds its locks.
 apt_install() {
   local missing=()
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  log "installing Debian packages: ${missing[*]}"
-  if [ -z "${APT_UPDATED:-}" ]; then
-    apt-get update -q >/dev/null
-    export APT_UPDATED=1
-  fi
-  # With recommends, as the verified recipes install them (docker.io wants
-  # cgroupfs-mount and xz-utils from its recommends).
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  {
+    flock 9
+    log "installing Debian packages: ${missing[*]}"
+    if [ -z "${APT_UPDATED:-}" ]; then
+      apt-get update -q >/dev/null
+      export APT_UPDATED=1
+    fi
+    # With recommends, as the verified recipes install them (docker.io
+    # wants cgroupfs-mount and xz-utils from its recommends).
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  } 9>/tmp/kvp-apt.lock
 }
 
 # debian_mirror prints the Debian mirror this machine's apt is configured with.

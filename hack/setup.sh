@@ -22,9 +22,6 @@ apt_install prometheus
 if [ -d /run/systemd/system ]; then
   systemctl disable --now prometheus.service prometheus-node-exporter.service >/dev/null 2>&1 || true
 fi
-# What hack/build-guest.sh installs, here so that nothing below runs apt
-# while another job does.
-apt_install cpio binutils dosfstools mtools syslinux syslinux-common
 "${ROOT}/hack/setup-docker.sh"
 # The libvirtd image the integration tests run, the test guest (a Debian
 # kernel and a busybox initramfs) tests/guest and the VMs boot, and the

@@ -20,6 +20,12 @@ cluster_pid=
 trap '[ -z "$cluster_pid" ] || kill -INT "$cluster_pid" 2>/dev/null; exit 130' INT TERM
 fail=0
 times=()
+# record NAME START RC: notes that NAME, started at START (SECONDS), ended
+# with RC, for the table of times at the end; a failure fails the run.
+record() {
+  times+=("$(printf '%5ds  %s%s' $((SECONDS - $2)) "$1" "$([ "$3" = 0 ] || echo '  (FAILED)')")")
+  [ "$3" = 0 ] || fail=1
+}
 # phase NAME CMD...: runs CMD, its output to the terminal and to $out, and
 # records how long it took.
 phase() {
@@ -27,8 +33,7 @@ phase() {
   shift
   log "$name"
   "$@" 2>&1 | tee -a "$out" || rc=1
-  times+=("$(printf '%5ds  %s%s' $((SECONDS - start)) "$name" "$([ "$rc" = 0 ] || echo '  (FAILED)')")")
-  [ "$rc" = 0 ] || fail=1
+  record "$name" "$start" "$rc"
 }
 
 # KubeVirt v1.9.0 built with the patch series (kubevirt/build.sh, cached
@@ -61,8 +66,7 @@ cluster_pid=$!
 rc=0
 wait "$build_pid" || rc=1
 tee -a "$out" <"$build_out"
-times+=("$(printf '%5ds  %s%s' $((SECONDS - build_start)) "KubeVirt v1.9.0 built with kubevirt/patches, then Multus's plugin (cached, beside the scenario's first steps)" "$([ "$rc" = 0 ] || echo '  (FAILED)')")")
-[ "$rc" = 0 ] || fail=1
+record "KubeVirt v1.9.0 built with kubevirt/patches, then Multus's plugin (cached, beside the scenario's first steps)" "$build_start" "$rc"
 # The phases beside the scenario wait until its builds (the project's
 # images, the release's KubeVirt build, both builds' images: its first two
 # steps) are over: on a bare machine those take both cores and lie on the
@@ -75,14 +79,16 @@ while [ ! -e "$built" ] && kill -0 "$cluster_pid" 2>/dev/null; do sleep 5; done
 # that is many minutes of both cores, which went before the scenario's own
 # work (its third step took twice as long as on a warm machine). Only a
 # warm-up: what fails here fails again below, and says why there.
-phase "compiled at a low CPU priority (nice 10): KubeVirt's Plugins e2e, KubeVirt's unit tests, the modules' tests (beside the cluster scenario)" \
-  nice -n 10 bash -c '
-    source hack/lib.sh
-    kubevirt/e2e.sh --compile || log "the e2e did not compile; the scenario says why"
-    kubevirt/unit-tests.sh --compile || log "KubeVirt'"'"'s unit tests did not compile; their phase says why"
-    for m in $(modules | grep -v "^tests$"); do
-      (cd "$m" && go test -count=1 -run "^\$" ./... >/dev/null) || log "the tests of $m did not compile; their phase says why"
-    done'
+# phase runs it in a subshell (a pipeline's), so the renice stops there.
+warm_up() {
+  renice -n 10 -p "$BASHPID" >/dev/null
+  kubevirt/e2e.sh --compile || log "the e2e did not compile; the scenario says why"
+  kubevirt/unit-tests.sh --compile || log "KubeVirt's unit tests did not compile; their phase says why"
+  for m in $(modules | grep -v '^tests$'); do
+    (cd "$m" && go test -count=1 -run '^$' ./... >/dev/null) || log "the tests of $m did not compile; their phase says why"
+  done
+}
+phase "compiled at a low CPU priority (nice 10): KubeVirt's Plugins e2e, KubeVirt's unit tests, the modules' tests (beside the cluster scenario)" warm_up
 
 for m in $(modules | grep -v '^tests$'); do
   phase "go test: $m (beside the cluster scenario)" bash -c 'cd "$0" && go test -count=1 -timeout 30m "$@" ./...' "$m" "$@"
@@ -104,8 +110,7 @@ log "go test: tests/cluster, waiting for it to end"
 rc=0
 wait "$cluster_pid" || rc=1
 tee -a "$out" <"$cluster_out"
-times+=("$(printf '%5ds  %s%s' $((SECONDS - cluster_start)) "go test: tests/cluster (from its start, beside the phases above)" "$([ "$rc" = 0 ] || echo '  (FAILED)')")")
-[ "$rc" = 0 ] || fail=1
+record "go test: tests/cluster (from its start, beside the phases above)" "$cluster_start" "$rc"
 
 log "time of each phase"
 printf '%s\n' "${times[@]}" >&2
