@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Fails on stale generated code, untidy modules, modules that require
-# different versions of one dependency, unformatted code, vet or
+# different versions of one dependency or, linked into KubeVirt, more than
+# its release does (hack/deps.sh), unformatted code, vet or
 # golangci-lint findings, or a module that does not build on its own
 # (GOWORK=off).
 set -euo pipefail

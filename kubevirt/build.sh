@@ -26,10 +26,7 @@ source "$(dirname "$0")/../hack/lib.sh"
 HERE="${ROOT}/kubevirt"
 source "${HERE}/version.sh"
 
-export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=1 GOFLAGS=-mod=mod
-
-# The framework's modules KubeVirt links, and what they require.
-LINKED_MODULES=(api protos launcher-runtime handler-runtime)
+export "${KUBEVIRT_GO_ENV[@]}"
 
 # Programs, by image: ./cmd/<path> for each.
 COMMANDS=(
@@ -119,9 +116,6 @@ if [ "${KVP_KUBEVIRT_PRISTINE:-0}" != 1 ]; then
   for m in "${LINKED_MODULES[@]}"; do
     go mod edit -require "${FRAMEWORK_MODULE}/${m}@v0.0.0" -replace "${FRAMEWORK_MODULE}/${m}=${ROOT}/${m}"
   done
-  # As the framework's go.work does: one genproto, not two that both
-  # hold googleapis/rpc.
-  go mod edit -replace "google.golang.org/genproto=google.golang.org/genproto@${GENPROTO_VERSION}"
 fi
 step_done "module graph"
 
@@ -141,7 +135,7 @@ mkdir -p "${build}/bin"
 # One go build for every program (each named after its directory): the
 # links overlap the compiles, and the package graph is loaded once.
 step "go build ${COMMANDS[*]/#/./cmd/}"
-go build -tags selinux -trimpath -ldflags "$ldflags" -o "${build}/bin/" "${COMMANDS[@]/#/./cmd/}"
+go build -tags selinux -ldflags "$ldflags" -o "${build}/bin/" "${COMMANDS[@]/#/./cmd/}"
 step_done "programs"
 step "container-disk"
 gcc -static -O2 -o "${build}/bin/container-disk" cmd/container-disk-v2alpha/main.c

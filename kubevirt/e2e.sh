@@ -24,7 +24,8 @@ source "$(dirname "$0")/../hack/lib.sh"
 [ $# -ge 1 ] || die "usage: kubevirt/e2e.sh TAG [test binary flags] | --compile"
 build=$("${ROOT}/kubevirt/build.sh")
 src="${build}/src"
-export GOTOOLCHAIN=local GOWORK=off GOFLAGS=-mod=mod
+source "${ROOT}/kubevirt/version.sh"
+export "${KUBEVIRT_GO_ENV[@]}"
 
 # compile: the e2e binary, from the release's tests/plugin_test.go (as
 # patched) and kubevirt/e2e/suite_test.go, in a package of their own.
@@ -64,8 +65,8 @@ ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 log "kubevirt e2e: the helper images"
 mkdir -p "${ctx}/sidecar" "${ctx}/node" "${ctx}/disk/disk"
-(cd "$src" && CGO_ENABLED=0 go build -trimpath -o "${ctx}/sidecar/test-domain-hook-sidecar" ./cmd/plugin-sidecars/test-domain-hook &&
-  CGO_ENABLED=0 go build -trimpath -o "${ctx}/node/example-node-hook-plugin" ./cmd/example-node-hook-plugin)
+(cd "$src" && CGO_ENABLED=0 go build -o "${ctx}/sidecar/test-domain-hook-sidecar" ./cmd/plugin-sidecars/test-domain-hook &&
+  CGO_ENABLED=0 go build -o "${ctx}/node/example-node-hook-plugin" ./cmd/example-node-hook-plugin)
 # The release's sidecar image keeps its binary in /usr/bin, where the
 # tests' injection policy runs it; it runs as a user that is not root.
 printf 'FROM scratch\nCOPY test-domain-hook-sidecar /usr/bin/test-domain-hook-sidecar\nUSER 107:107\n' >"${ctx}/sidecar/Dockerfile"

@@ -12,7 +12,8 @@ set -euo pipefail
 source "$(dirname "$0")/../hack/lib.sh"
 out=$("${ROOT}/kubevirt/build.sh")
 cd "${out}/src"
-export GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=1 GOFLAGS=-mod=mod
+source "${ROOT}/kubevirt/version.sh"
+export "${KUBEVIRT_GO_ENV[@]}"
 
 # Every directory a patch adds, changes or removes a file in that still
 # holds a Go package with tests.

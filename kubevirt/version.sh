@@ -16,6 +16,13 @@ UNSERVED_MODULES=(
 # The framework's modules are linked from the checkout under this path.
 FRAMEWORK_MODULE=github.com/kubevirt-plugins/framework
 
-# The one genproto the framework's go.work selects (it holds no
-# googleapis/rpc, which grpc takes from its own module).
-GENPROTO_VERSION=v0.0.0-20260128011058-8636f8732409
+# The framework's modules KubeVirt links. They ask for the release's
+# versions of what the release also requires (hack/deps.sh keeps them so),
+# so that linking them leaves KubeVirt's dependencies where it has them.
+LINKED_MODULES=(api protos launcher-runtime handler-runtime)
+
+# The environment of every go command run on the release's tree (its
+# build, its unit tests, its e2e): one set of flags, -trimpath included,
+# so that what one compiled the others take from Go's build cache (a
+# package compiled with other flags is compiled again).
+KUBEVIRT_GO_ENV=(GOTOOLCHAIN=local GOWORK=off CGO_ENABLED=1 "GOFLAGS=-mod=mod -trimpath")
