@@ -124,6 +124,10 @@ kv_templator() {
   key=$( { echo "${KUBEVIRT_VERSION} $(go env GOVERSION)"; kv_build_patches | xargs -r cat; declare -f kv_templator; } |
     sha256sum | cut -c1-16)
   dir="${BIN}/kubevirt/manifest-templator-${key}"
+  # Two deployments on two clusters (the e2e's beside the scenario's) may
+  # both find it missing: one builds it, the other waits and uses it. The
+  # lock lasts as long as the subshell kv_templator runs in.
+  hold_lock "${dir}.lock" "another kubevirt/deploy.sh building the manifest-templator"
   if [ -x "${dir}/manifest-templator" ]; then echo "$dir"; return; fi
   log "building KubeVirt ${KUBEVIRT_VERSION}'s tools/manifest-templator (minutes the first time)"
   mkdir -p "${work}/fetch"
@@ -154,7 +158,7 @@ kv_templator() {
   rm -rf "$dir"
   mv "${dir}.partial" "$dir"
   # Templators of earlier build series are of no more use.
-  find "${BIN}/kubevirt" -maxdepth 1 -name 'manifest-templator-*' ! -name "${dir##*/}" -exec rm -rf {} +
+  find "${BIN}/kubevirt" -maxdepth 1 -name 'manifest-templator-*' ! -name "${dir##*/}" ! -name "${dir##*/}.lock" -exec rm -rf {} +
   echo "$dir"
 }
 
@@ -321,7 +325,8 @@ kv_deploy() {
   local t_load=$((SECONDS - t))
 
   t=$SECONDS
-  local manifest="${BIN}/kubevirt/kubevirt-operator.yaml"
+  # One per cluster: two clusters may be deployed at once.
+  local manifest="${BIN}/kubevirt/kubevirt-operator-${KVP_KIND_CLUSTER}.yaml"
   kv_render "$tag" "$work" "$manifest"
   log "applying ${manifest#"${ROOT}"/}"
   # Server-side: the KubeVirt CRD is too large for the last-applied
@@ -341,8 +346,19 @@ kv_deploy() {
   log "applying the KubeVirt CR (kubevirt/manifests/kubevirt-cr.yaml, ${KV_REGISTRY}:${tag})"
   sed -e "s|@IMAGE_REGISTRY@|${KV_REGISTRY}|" -e "s|@IMAGE_TAG@|${tag}|" "${ROOT}/kubevirt/manifests/kubevirt-cr.yaml" \
     >"${work}/kubevirt-cr.yaml"
-  kv_kubectl apply -f "${work}/kubevirt-cr.yaml" >"${work}/cr.log" 2>&1 ||
-    { cat "${work}/cr.log" >&2; die "applying the KubeVirt CR failed"; }
+  # virt-operator's webhook validates the CR. Right after the operator's
+  # rollout its Service may not reach a serving Pod yet (seen once, on a
+  # loaded machine during the upgrade: "failed calling webhook ... context
+  # deadline exceeded"): that refusal is retried until the deadline, any
+  # other fails at once.
+  until kv_kubectl apply -f "${work}/kubevirt-cr.yaml" >"${work}/cr.log" 2>&1; do
+    if ! grep -q 'failed calling webhook' "${work}/cr.log" || [ "$SECONDS" -ge "$deadline" ]; then
+      cat "${work}/cr.log" >&2
+      die "applying the KubeVirt CR failed"
+    fi
+    log "virt-operator's webhook did not answer the CR, applying it again: $(tail -1 "${work}/cr.log")"
+    sleep 5
+  done
   kv_wait_deployed "$tag" "$deadline"
   local t_cr=$((SECONDS - t))
   kv_kubectl -n "$KV_NAMESPACE" get deployments,daemonsets >&2

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,7 +64,22 @@ func (e *env) script(ctx context.Context, name string, args ...string) (string, 
 
 // scriptWith is script with more variables in its environment.
 func (e *env) scriptWith(ctx context.Context, vars []string, name string, args ...string) (string, error) {
+	return e.run(exec.CommandContext(ctx, filepath.Join(e.root, name), args...), vars, name, args)
+}
+
+// scriptGroup is script for a script run in the background: it runs in a
+// process group of its own, which ctx's end kills whole (a test binary a
+// script started included), instead of the script alone, which would
+// leave its children running and holding its output open.
+func (e *env) scriptGroup(ctx context.Context, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(e.root, name), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 30 * time.Second
+	return e.run(cmd, nil, name, args)
+}
+
+func (e *env) run(cmd *exec.Cmd, vars []string, name string, args []string) (string, error) {
 	cmd.Dir = e.root
 	cmd.Env = slices.Concat(os.Environ(), e.scriptEnv, vars)
 	var out bytes.Buffer

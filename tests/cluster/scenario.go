@@ -67,9 +67,15 @@ type scenario struct {
 	sidecars  map[string]*sidecarinjection.Sidecar
 	// kv is what the steps on KubeVirt carry from one to the next.
 	kv *kubevirtState
-	// imagesBuilt reports the build of the project's images, which
-	// startCluster starts in the background; loadImages waits for it.
-	imagesBuilt chan error
+	// imagesBuilt is closed when the build of the project's images, which
+	// startCluster starts in the background, ends, imagesErr then set;
+	// loadImages and the e2e's cluster wait for it.
+	imagesBuilt  chan struct{}
+	imagesErr    error
+	imagesLoaded bool
+	// e2e is KubeVirt's Plugins e2e on a cluster of its own, run in the
+	// background from the first step on KubeVirt (startE2E).
+	e2e *e2eRun
 }
 
 // steps: a cluster, KubeVirt v1.9.0 as released with a VM on it, moved to

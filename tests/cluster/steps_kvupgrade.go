@@ -44,6 +44,9 @@ type upgradeState struct {
 
 // kvRelease deploys KubeVirt as released and starts upgradeVM on it.
 func (s *scenario) kvRelease(ctx context.Context) error {
+	// The e2e needs only the patched build's images and the project's:
+	// from here on it runs beside the steps on this cluster.
+	s.startE2E(ctx)
 	tag := s.kv.release
 	if err := s.kvDeploy(ctx, tag); err != nil {
 		return err

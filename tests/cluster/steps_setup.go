@@ -41,14 +41,15 @@ func (s *scenario) startCluster(ctx context.Context) error {
 	// background, on a bare machine while the cluster comes up and
 	// KubeVirt builds and deploys, instead of before all of it.
 	s.Show("building the images of the controllers and samples (hack/images.sh) in the background; the first step that uses them waits for them")
-	s.imagesBuilt = make(chan error, 1)
+	s.imagesBuilt = make(chan struct{})
 	// Not the step's context, which ends with the step.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Minute)
 	go func() {
 		defer cancel()
 		_, err := s.script(bctx, "hack/images.sh", "plugin-controller", "label-syncer", "cloudinit-network",
 			"migration-tuner", "smbios-watchdog", "node-hook-recorder")
-		s.imagesBuilt <- err
+		s.imagesErr = err
+		close(s.imagesBuilt)
 	}()
 	s.Show("building the node image once per Kubernetes version (cached), creating the cluster (hack/kind/cluster.sh up)")
 	start := time.Now()
@@ -103,26 +104,35 @@ func (s *scenario) startCluster(ctx context.Context) error {
 	return nil
 }
 
-// loadImages waits for the project's images startCluster builds and loads
-// them into the workers, once.
-func (s *scenario) loadImages(ctx context.Context) error {
+// waitImages waits for the build of the project's images startCluster
+// started and returns its error.
+func (s *scenario) waitImages(ctx context.Context) error {
 	if s.imagesBuilt == nil {
-		return nil
+		return fmt.Errorf("the project's images were not built: the cluster step did not run")
 	}
-	start := time.Now()
 	select {
-	case err := <-s.imagesBuilt:
-		if err != nil {
-			return err
-		}
+	case <-s.imagesBuilt:
+		return s.imagesErr
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	s.imagesBuilt = nil
+}
+
+// loadImages waits for the project's images startCluster builds and loads
+// them into the workers, once.
+func (s *scenario) loadImages(ctx context.Context) error {
+	if s.imagesLoaded {
+		return nil
+	}
+	start := time.Now()
+	if err := s.waitImages(ctx); err != nil {
+		return err
+	}
 	waited := time.Since(start).Round(time.Second)
 	if _, err := s.script(ctx, "hack/kind/cluster.sh", append([]string{"load"}, images...)...); err != nil {
 		return err
 	}
+	s.imagesLoaded = true
 	s.Show(fmt.Sprintf("the project's images built (waited %s for the build) and loaded into the workers in %s",
 		waited, time.Since(start).Round(time.Second)))
 	return nil
@@ -284,7 +294,18 @@ func (s *scenario) checkMetrics(ctx context.Context) error {
 			return err
 		}
 		url := fmt.Sprintf("https://%s:%d/metrics", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
-		anon, err1 := s.onNode(ctx, s.workers[0], "curl", "-sk", "-o", "/dev/null", "-w", "%{http_code}", url)
+		// Asked until an HTTP answer comes: the Deployment is Ready, but
+		// kube-proxy may not route the Service yet (curl: connection
+		// refused, HTTP 000), which says nothing about its credentials.
+		var anon string
+		err1 := poll(ctx, "an HTTP answer from Service "+name, time.Minute, func() (bool, string, error) {
+			out, err := s.onNode(ctx, s.workers[0], "curl", "-sk", "-o", "/dev/null", "-w", "%{http_code}", url)
+			anon = out
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return anon != "000", "HTTP " + anon, nil
+		})
 		s.Check("Service "+name+" refuses a request without credentials", err1 == nil && (anon == "401" || anon == "403"),
 			"HTTP %s%s", anon, errSuffix(err1))
 		var body string
