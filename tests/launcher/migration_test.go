@@ -182,11 +182,22 @@ func TestMigrateAbortsTheJobWhenTheContextIsCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Migrate after cancel: %v, want an error wrapping context.Canceled", err)
 	}
-	var lverr libvirt.Error
-	if !errors.As(err, &lverr) || lverr.Code != libvirt.ERR_OPERATION_ABORTED {
-		t.Fatalf("Migrate after cancel: %v, want libvirt's operation aborted error too", err)
+	// Migrate returned with libvirt's own account of the job's end, so it
+	// waited for libvirt. Which side's error that is depends on who noticed
+	// first: the source's QEMU (the job cancelled, "operation aborted") or
+	// the target's, which fails to load the cut stream (libvirt's QEMU
+	// driver then reports the target's "load of migration failed" as an
+	// internal error); seen both on a loaded machine.
+	lverr, ok := errors.AsType[libvirt.Error](err)
+	abortedAtSource := ok && lverr.Code == libvirt.ERR_OPERATION_ABORTED
+	cutAtTarget := ok && lverr.Code == libvirt.ERR_INTERNAL_ERROR && lverr.Domain == libvirt.FROM_QEMU
+	if !abortedAtSource && !cutAtTarget {
+		t.Fatalf("Migrate after cancel: %v, want libvirt's error from the migration call too: operation aborted, or QEMU's internal error of the cut stream", err)
 	}
 	t.Logf("cancelled migration: %v", err)
+	if info, err := watched.GetJobInfo(); err != nil || info.Type != libvirt.DOMAIN_JOB_NONE {
+		t.Fatalf("the source's job after Migrate returned: %+v, %v; want none", info, err)
+	}
 	if state, _ := domainState(t, sourceConn, domain.Name); state != libvirt.DOMAIN_RUNNING {
 		t.Fatalf("source domain after the abort: state %d, want running", state)
 	}
