@@ -7,7 +7,10 @@
 //   - CallNodeHooks at each lifecycle point virt-handler reports, named as
 //     KubeVirt v1.9 names them (kubevirt.io/api/plugin/v1alpha1's
 //     NodeHookPoint; its PreVMStop is the framework's OnVMStop), with the
-//     signature of virt-handler's NodeHookExecutor;
+//     signature of virt-handler's NodeHookExecutor, and VMStopped when
+//     virt-handler removes a stopped VM's domain, which calls the
+//     PostVMStop a stop KubeVirt began is still owed (KubeVirt calls it
+//     only if one of its syncs sees the VMI final before it is gone);
 //   - LauncherPlugins, the data virt-handler sends each virt-launcher in
 //     VirtualMachineOptions.PluginsJson (handler-runtime/launcherplugins);
 //   - RecordLauncherHookCounts, for what each virt-launcher reports back
@@ -27,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,6 +83,9 @@ type Handler struct {
 	launchers *launcherplugins.Selector
 	counts    *launchermetrics.Counters
 	log       logr.Logger
+
+	stopsMu sync.Mutex
+	stops   owedStops
 }
 
 // New makes a Handler; Run starts its Plugin store.
@@ -167,11 +174,13 @@ func HookPoint(point kvplugin.NodeHookPoint) (pluginv1alpha1.NodeHookPoint, bool
 // CallNodeHooks dispatches the node hooks of point for vmi on node
 // nodeName: virt-handler's NodeHookExecutor. The error, when a hook under
 // failureStrategy Fail failed, is a *dispatch.HookError naming it.
+// OnVMStop and PostVMStop are also noted for VMStopped.
 func (h *Handler) CallNodeHooks(point kvplugin.NodeHookPoint, vmi *kubevirtv1.VirtualMachineInstance, nodeName string) error {
 	p, ok := HookPoint(point)
 	if !ok {
 		return fmt.Errorf("node hooks for VMI %s/%s: virt-handler reported lifecycle point %q, which has no node hook point", vmi.Namespace, vmi.Name, point)
 	}
+	h.trackStop(p, vmi)
 	return h.hooks.Dispatch(context.Background(), p, vmi, dispatch.NodeContext{NodeName: nodeName})
 }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/record"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -127,8 +128,9 @@ func newHandlerOn(t *testing.T, root string, reg prometheus.Registerer, plugins 
 	return h
 }
 
-func TestCallNodeHooksReachesThePluginsServerWithTheVMIAndNode(t *testing.T) {
-	root := t.TempDir()
+// serveRecorder serves a recorder on a Unix socket under root.
+func serveRecorder(t *testing.T, root string) (string, *recorder) {
+	t.Helper()
 	socket := filepath.Join(root, "recorder.sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
@@ -139,6 +141,12 @@ func TestCallNodeHooksReachesThePluginsServerWithTheVMIAndNode(t *testing.T) {
 	hooksv1alpha1.RegisterNodeHookServiceServer(srv, rec)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
+	return socket, rec
+}
+
+func TestCallNodeHooksReachesThePluginsServerWithTheVMIAndNode(t *testing.T) {
+	root := t.TempDir()
+	socket, rec := serveRecorder(t, root)
 
 	h := newHandler(t, root, plugin(t, "recorder", pluginv1alpha1.PluginSpec{NodeHooks: []pluginv1alpha1.NodeHook{{
 		Socket: socket, PermittedHooks: []pluginv1alpha1.NodeHookPoint{pluginv1alpha1.PreVMStart, pluginv1alpha1.OnVMStop},
@@ -152,6 +160,102 @@ func TestCallNodeHooksReachesThePluginsServerWithTheVMIAndNode(t *testing.T) {
 	got := strings.Join(rec.seen(), "; ")
 	if got != "PreVMStart uid-1 worker-1; OnVMStop uid-1 worker-1" {
 		t.Fatalf("the server saw %q", got)
+	}
+}
+
+// stopRecorder is a Handler whose Plugin's node hook, at OnVMStop and
+// PostVMStop, selects the VMIs labelled stop-hooks.
+func stopRecorder(t *testing.T) (*kubevirthost.Handler, *recorder) {
+	t.Helper()
+	root := t.TempDir()
+	socket, rec := serveRecorder(t, root)
+	h := newHandler(t, root, plugin(t, "recorder", pluginv1alpha1.PluginSpec{NodeHooks: []pluginv1alpha1.NodeHook{{
+		Socket: socket, Condition: `"stop-hooks" in vmi.Labels`,
+		PermittedHooks: []pluginv1alpha1.NodeHookPoint{pluginv1alpha1.OnVMStop, pluginv1alpha1.PostVMStop},
+	}}}))
+	return h, rec
+}
+
+func labelledVMI(uid string) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "default", Name: "vm", UID: types.UID(uid), Labels: map[string]string{"stop-hooks": "yes"}}}
+}
+
+// goneVMI is what virt-handler knows of a VMI deleted from the cluster:
+// its namespace and name, its UID only while its ghost record lasts.
+func goneVMI(uid string) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vm", UID: types.UID(uid)}}
+}
+
+// A stop KubeVirt began ends with PostVMStop although the VMI was deleted
+// before virt-handler saw it final: the hook is selected and called with
+// the VMI as it was at OnVMStop, once.
+func TestPostVMStopOwedAfterOnVMStopIsCalledWhenTheVMIIsGone(t *testing.T) {
+	for _, uid := range []string{"uid-1", ""} {
+		h, rec := stopRecorder(t)
+		if err := h.CallNodeHooks(kvplugin.NodeHookPreVMStop, labelledVMI("uid-1"), "worker-1"); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := h.VMStopped(goneVMI(uid), true, "worker-1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := strings.Join(rec.seen(), "; ")
+		if got != "OnVMStop uid-1 worker-1; PostVMStop uid-1 worker-1" {
+			t.Errorf("gone VMI known by UID %q: the server saw %q, want OnVMStop then one PostVMStop", uid, got)
+		}
+	}
+}
+
+// With the VMI still there, VMStopped calls PostVMStop with it as
+// virt-handler has it.
+func TestPostVMStopOwedIsCalledWithTheVMIVirtHandlerHas(t *testing.T) {
+	h, rec := stopRecorder(t)
+	if err := h.CallNodeHooks(kvplugin.NodeHookPreVMStop, labelledVMI("uid-1"), "worker-1"); err != nil {
+		t.Fatal(err)
+	}
+	now := labelledVMI("uid-1")
+	now.Status.Phase = kubevirtv1.Succeeded
+	if err := h.VMStopped(now, false, "worker-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rec.seen(), "; "); got != "OnVMStop uid-1 worker-1; PostVMStop uid-1 worker-1" {
+		t.Errorf("the server saw %q", got)
+	}
+}
+
+// Nothing is owed, so nothing is called: no stop began here (a VM that
+// migrated away, a VMI that never started), KubeVirt's own PostVMStop came
+// first, or the domain removed is another VMI of the same name.
+func TestVMStoppedCallsNothingThatIsNotOwed(t *testing.T) {
+	for name, before := range map[string][]kvplugin.NodeHookPoint{
+		"no OnVMStop":             {kvplugin.NodeHookPreMigrationSource},
+		"PostVMStop already came": {kvplugin.NodeHookPreVMStop, kvplugin.NodeHookPostVMStop},
+	} {
+		h, rec := stopRecorder(t)
+		for _, p := range before {
+			if err := h.CallNodeHooks(p, labelledVMI("uid-1"), "worker-1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := len(rec.seen())
+		if err := h.VMStopped(goneVMI("uid-1"), true, "worker-1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.seen(); len(got) != want {
+			t.Errorf("%s: VMStopped called the server: %v", name, got[want:])
+		}
+	}
+	h, rec := stopRecorder(t)
+	if err := h.CallNodeHooks(kvplugin.NodeHookPreVMStop, labelledVMI("uid-1"), "worker-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.VMStopped(goneVMI("uid-2"), true, "worker-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.seen(); len(got) != 1 {
+		t.Errorf("another VMI of the same name: VMStopped called the server: %v", got[1:])
 	}
 }
 

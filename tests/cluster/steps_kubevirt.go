@@ -80,8 +80,8 @@ func (s *scenario) kubevirtSteps() []transcript.Step {
 		{Title: "A VM no Plugin selects boots with the domain unpatched v1.9.0 defines", Run: s.kvNoPlugin},
 		{Title: "Six faults fire their alerts in Prometheus, the alerts resolve once the faults are repaired, and every dashboard query returns a series", Run: s.promFaults},
 	}
-	if os.Getenv(e2eEnv) != "0" && !s.pristine {
-		steps = append(steps, transcript.Step{Title: "KubeVirt's own Plugins e2e, in the guide's shape, with KubeVirt's test framework", Run: s.kvE2E, Timeout: e2eTimeout})
+	if s.e2eEnabled() {
+		steps = append(steps, transcript.Step{Title: "KubeVirt's own Plugins e2e, in the guide's shape, with KubeVirt's test framework, on a cluster of its own beside the steps above", Run: s.kvE2E, Timeout: e2eTimeout})
 	}
 	return steps
 }
@@ -781,18 +781,28 @@ func (s *scenario) kvStopVM(ctx context.Context) error {
 	if err := s.kvHalt(ctx, vmi, pod); err != nil {
 		return err
 	}
-	got, err := s.compactHookPoints(ctx, node, string(vmi.UID))
-	if err != nil {
-		return err
-	}
 	// The guide lets a node hook fire more than once for one event
 	// (virt-handler calls OnVMStop on each pass while the domain shuts
 	// down); the events, repeats collapsed, are the life's in order.
+	// PostVMStop may come after the VMI is gone (virt-handler's cleanup of
+	// it): the recorder is read again for a while until it has it.
 	want := append(slices.Clone(s.kv.nodeHooks), "OnVMStop", "PostVMStop")
+	var got []string
+	err := poll(ctx, "the VMI's node hooks up to PostVMStop", postVMStopWait, func() (bool, string, error) {
+		var err error
+		if got, err = s.compactHookPoints(ctx, node, string(vmi.UID)); err != nil {
+			return false, err.Error(), nil
+		}
+		return slices.Equal(got, want), fmt.Sprintf("got %v", got), nil
+	})
 	s.Check("virt-handler on "+node+" called "+strings.Join(want, ", ")+" for the VMI, in order (repeats allowed)",
-		slices.Equal(got, want), "got %v", got)
+		err == nil, "got %v%s", got, errSuffix(err))
 	return nil
 }
+
+// postVMStopWait is how long the recorder is read for a VMI's last node
+// hooks once its launcher Pod has completed and the VMI is gone.
+const postVMStopWait = 30 * time.Second
 
 // kvHalt stops the VM of vmi (runStrategy Halted) and checks that its
 // launcher Pod completes and the VMI goes.
@@ -928,6 +938,36 @@ func (s *scenario) vmiEvents(ctx context.Context, name string) ([]string, error)
 	return strings.Split(strings.TrimSpace(out), "\n"), nil
 }
 
+// vmiWarning waits for a Warning Event on the VMI name whose line (as
+// vmiEvents gives it) match accepts, and returns the last one. Events are
+// sent apart from the status they go with, and later: a component's
+// recorder posts them in the background. Waiting fails after
+// vmiWarningWait, naming the VMI's Warning Events seen.
+func (s *scenario) vmiWarning(ctx context.Context, name string, match func(string) bool) (string, error) {
+	var warning string
+	var warnings []string
+	err := poll(ctx, "a Warning Event on VMI "+name, vmiWarningWait, func() (bool, string, error) {
+		evs, err := s.vmiEvents(ctx, name)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		warnings = warnings[:0]
+		for _, e := range evs {
+			if strings.HasPrefix(e, "Warning ") {
+				warnings = append(warnings, e)
+				if match(e) {
+					warning = e
+				}
+			}
+		}
+		return warning != "", fmt.Sprintf("Warning Events on the VMI: %q", warnings), nil
+	})
+	return warning, err
+}
+
+// vmiWarningWait is how long vmiWarning waits.
+const vmiWarningWait = time.Minute
+
 func (s *scenario) kvNeverUp(ctx context.Context) error {
 	if err := s.applyPlugin(ctx, "Plugin never-up under Fail", neverUpYAML("Fail")); err != nil {
 		return err
@@ -988,18 +1028,8 @@ func (s *scenario) kvNeverUp(ctx context.Context) error {
 	}
 	vmi, err = s.waitVMIRunning(ctx, ignoreName)
 	s.Check("under Ignore the VM boots without the sidecar", err == nil, "Running after %s%s", time.Since(start).Round(100*time.Millisecond), errSuffix(err))
-	var skipped string
-	err = poll(ctx, "a Warning Event saying what was skipped", time.Minute, func() (bool, string, error) {
-		evs, err := s.vmiEvents(ctx, ignoreName)
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		for _, e := range evs {
-			if strings.HasPrefix(e, "Warning LauncherHookFailureIgnored: ") && names(e) {
-				skipped = e
-			}
-		}
-		return skipped != "", strings.Join(evs, "; "), nil
+	skipped, err := s.vmiWarning(ctx, ignoreName, func(e string) bool {
+		return strings.HasPrefix(e, "Warning LauncherHookFailureIgnored: ") && names(e)
 	})
 	s.Check("a Warning Event on the VMI, sent by virt-launcher through virt-handler, says which hook was skipped and why",
 		err == nil, "%s%s", skipped, errSuffix(err))

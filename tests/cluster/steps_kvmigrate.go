@@ -209,17 +209,8 @@ func (s *scenario) kvMigrateRefused(ctx context.Context) error {
 	s.Check("the VirtualMachineInstanceMigration Failed; its status names the Plugin, the hook point and the cause",
 		m.Status.Phase == kubevirtv1.MigrationFailed && names(reason) && strings.Contains(reason, refusedLabel),
 		"phase %s after %s%s", m.Status.Phase, took.Round(100*time.Millisecond), reason)
-	var warning string
-	evs, err := s.vmiEvents(ctx, vmi.Name)
-	if err != nil {
-		return err
-	}
-	for _, e := range evs {
-		if strings.HasPrefix(e, "Warning ") && names(e) {
-			warning = e
-		}
-	}
-	s.Check("a Warning Event on the VMI says the same", warning != "", "%s", warning)
+	warning, err := s.vmiWarning(ctx, vmi.Name, names)
+	s.Check("a Warning Event on the VMI says the same", err == nil, "%s%s", warning, errSuffix(err))
 	var v kubevirtv1.VirtualMachineInstance
 	if err := s.c.Get(ctx, client.ObjectKeyFromObject(vmi), &v); err != nil {
 		return err
