@@ -104,7 +104,7 @@ release_versions() {
     blk == "require" {req($0)}
     blk == "replace" {rep($0)}
     function req(line,  f) { split(line, f, " "); if (f[2] != "") v[f[1]] = f[2] }
-    function rep(line,  lhs, rhs, o, n) {
+    function rep(line,  parts, o, n) {
       split(line, parts, "=>"); split(parts[1], o, " "); split(parts[2], n, " ")
       if (n[2] == "") skip[o[1]] = 1
       else if (n[1] == o[1]) r[o[1]] = n[2]
